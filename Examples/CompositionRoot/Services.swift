@@ -1,0 +1,157 @@
+import ServiceGraph
+
+// The services of a small sign-up backend. Nothing here knows about ServiceGraph except through
+// `LifecycleHooks` and `Service`; the wiring lives in `Wiring.swift`.
+
+struct AppConfig: Sendable {
+    var appName = "signup-demo"
+    var logLevel = "info"
+    var storeName = "users"
+
+    static func fromEnvironment() -> AppConfig { AppConfig() }
+}
+
+protocol AppLogger: Sendable {
+    func log(_ message: String)
+}
+
+/// Prints log lines; records lifecycle events so the example can show their order.
+final class ConsoleLogger: AppLogger, LifecycleHooks {
+    let level: String
+    let journal: Journal
+
+    init(level: String, journal: Journal) {
+        self.level = level
+        self.journal = journal
+    }
+
+    func log(_ message: String) { print("  [\(level)] \(message)") }
+    func didAdd() async throws { journal.record("didAdd ConsoleLogger") }
+    func willRemove() async throws { journal.record("willRemove ConsoleLogger") }
+}
+
+protocol AppClock: Sendable {
+    func now() -> Int
+}
+
+/// A clock that ticks once per call, so output is reproducible.
+final class TickingClock: AppClock {
+    private let ticks = Counter()
+    func now() -> Int { ticks.increment() }
+}
+
+/// An in-memory key-value store that "opens" asynchronously, as a real database client would.
+final class InMemoryStore: LifecycleHooks {
+    let name: String
+    private let rows = Rows()
+    let journal: Journal
+
+    static func open(name: String, journal: Journal) async throws -> InMemoryStore {
+        try await Task.sleep(for: .milliseconds(20))
+        return InMemoryStore(name: name, journal: journal)
+    }
+
+    private init(name: String, journal: Journal) {
+        self.name = name
+        self.journal = journal
+    }
+
+    func insert(_ key: String, _ value: String) { rows.set(key, value) }
+    func value(for key: String) -> String? { rows.get(key) }
+    var count: Int { rows.count }
+
+    func didAdd() async throws { journal.record("didAdd InMemoryStore(\(name))") }
+    func willRemove() async throws { journal.record("willRemove InMemoryStore(\(name)) with \(count) rows") }
+}
+
+struct User: Sendable, Equatable {
+    let email: String
+    let createdAt: Int
+}
+
+/// Stores users in the store.
+struct UserRepository: Sendable {
+    let store: InMemoryStore
+    let logger: any AppLogger
+
+    func save(_ user: User) {
+        store.insert(user.email, "\(user.createdAt)")
+        logger.log("saved \(user.email)")
+    }
+
+    func exists(_ email: String) -> Bool { store.value(for: email) != nil }
+}
+
+/// Collects outgoing mail; flushes it when the graph shuts down.
+final class EmailOutbox: LifecycleHooks {
+    private let pending = Rows()
+    let logger: any AppLogger
+    let journal: Journal
+
+    init(logger: any AppLogger, journal: Journal) {
+        self.logger = logger
+        self.journal = journal
+    }
+
+    func enqueue(to address: String, subject: String) {
+        pending.set(address, subject)
+        logger.log("queued mail to \(address): \(subject)")
+    }
+
+    func didAdd() async throws { journal.record("didAdd EmailOutbox") }
+    func willRemove() async throws { journal.record("willRemove EmailOutbox (flushed \(pending.count) mails)") }
+}
+
+/// Signs users up. A `Service`: it declares its dependencies, so it is provided without a closure.
+struct SignupService: Service {
+    typealias Dependencies = Needs<UserRepositoryKey, EmailOutboxKey, ClockKey>
+
+    let repository: UserRepository
+    let outbox: EmailOutbox
+    let clock: any AppClock
+
+    init(dependencies: (UserRepository, EmailOutbox, any AppClock)) {
+        (repository, outbox, clock) = dependencies
+    }
+
+    enum SignupError: Error { case alreadyRegistered(String) }
+
+    func signUp(email: String) throws -> User {
+        guard !repository.exists(email) else { throw SignupError.alreadyRegistered(email) }
+        let user = User(email: email, createdAt: clock.now())
+        repository.save(user)
+        outbox.enqueue(to: email, subject: "Welcome!")
+        return user
+    }
+}
+
+/// One request's context: created once per request scope, released when the request ends.
+final class RequestContext: LifecycleHooks {
+    let requestID: Int
+    let logger: any AppLogger
+    let journal: Journal
+
+    init(requestID: Int, logger: any AppLogger, journal: Journal) {
+        self.requestID = requestID
+        self.logger = logger
+        self.journal = journal
+    }
+
+    func didAdd() async throws { journal.record("didAdd RequestContext #\(requestID)") }
+    func willRemove() async throws { journal.record("willRemove RequestContext #\(requestID)") }
+}
+
+/// Handles one sign-up request, using the request's context.
+struct SignupHandler: Sendable {
+    let context: RequestContext
+    let signup: SignupService
+
+    func handle(email: String) -> String {
+        do {
+            let user = try signup.signUp(email: email)
+            return "request #\(context.requestID): signed up \(user.email) at tick \(user.createdAt)"
+        } catch {
+            return "request #\(context.requestID): refused \(email) (\(error))"
+        }
+    }
+}

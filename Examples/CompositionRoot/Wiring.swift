@@ -1,0 +1,46 @@
+import ServiceGraph
+
+// Keys name the services and fix their types.
+enum JournalKey: ServiceKey { typealias Value = Journal }
+enum ConfigKey: ServiceKey { typealias Value = AppConfig }
+enum LoggerKey: ServiceKey { typealias Value = any AppLogger }
+enum ClockKey: ServiceKey { typealias Value = any AppClock }
+enum StoreKey: ServiceKey { typealias Value = InMemoryStore }
+enum UserRepositoryKey: ServiceKey { typealias Value = UserRepository }
+enum EmailOutboxKey: ServiceKey { typealias Value = EmailOutbox }
+enum RequestContextKey: ServiceKey { typealias Value = RequestContext }
+enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
+
+/// The application's composition root: every provider, in one place.
+func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
+    let requestIDs = Counter()
+    var builder = ServiceGraph.Builder()
+    builder.provide(JournalKey.self) { journal }
+    builder.provide(ConfigKey.self) { AppConfig.fromEnvironment() }
+    builder.provide(LoggerKey.self, dependsOn: ConfigKey.self, JournalKey.self) { config, journal in
+        ConsoleLogger(level: config.logLevel, journal: journal)
+    }
+    builder.provide(ClockKey.self) { TickingClock() }
+    builder.provide(StoreKey.self, dependsOn: ConfigKey.self, JournalKey.self) { config, journal in
+        try await InMemoryStore.open(name: config.storeName, journal: journal)
+    }
+    builder.provide(UserRepositoryKey.self, dependsOn: StoreKey.self, LoggerKey.self) {
+        UserRepository(store: $0, logger: $1)
+    }
+    builder.provide(EmailOutboxKey.self, dependsOn: LoggerKey.self, JournalKey.self) {
+        EmailOutbox(logger: $0, journal: $1)
+    }
+    builder.provide(SignupService.self, lifetime: .transient)
+    builder.provide(RequestContextKey.self, lifetime: .scoped, dependsOn: LoggerKey.self, JournalKey.self) {
+        RequestContext(requestID: requestIDs.increment(), logger: $0, journal: $1)
+    }
+    builder.provide(
+        SignupHandlerKey.self,
+        lifetime: .transient,
+        dependsOn: RequestContextKey.self,
+        SignupService.self
+    ) { context, signup in
+        SignupHandler(context: context, signup: signup)
+    }
+    return builder
+}

@@ -1,0 +1,25 @@
+/// A type-erased, immutable holder of one created instance.
+///
+/// The graph stores instances as boxes so that a typed read is a single unchecked downcast
+/// (`unsafeDowncast(box, to: Box<Key.Value>.self)`) rather than a dynamic cast from `any Sendable`.
+/// The builder guarantees by construction that the box in a key's slot holds that key's `Value`.
+class AnyBox: @unchecked Sendable {
+    /// The instance's lifecycle hooks, if its dynamic type adopts ``LifecycleHooks``.
+    var hooks: (any LifecycleHooks)? { nil }
+
+    /// The instance, erased, for diagnostics and tests.
+    var instance: any Sendable { () }
+}
+
+/// The box for a `Value`. Immutable, so sharing it across tasks is safe.
+final class Box<Value: Sendable>: AnyBox, @unchecked Sendable {
+    let value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    override var hooks: (any LifecycleHooks)? { value as? any LifecycleHooks }
+
+    override var instance: any Sendable { value }
+}

@@ -1,0 +1,100 @@
+/// The builder's registrations resolved to integer slots: one provider per key, edges as slot indices.
+///
+/// Making a plan never runs a factory. A plan is made even for a broken graph (missing keys appear as
+/// ``GraphPlan/missing`` edges) so that diagnostics can show where it broke.
+struct GraphPlan: Sendable {
+    /// An edge to a key that has no provider.
+    static let missing = -1
+
+    /// The effective provider of each slot, after overrides; slots follow first registration order.
+    let providers: [Registration]
+    /// For each slot, the slots of its declared dependencies, in declaration order.
+    let dependencies: [[Int]]
+    /// Key identity → slot.
+    let table: KeyTable
+    /// For each slot, whether an override replaced the original provider.
+    let overridden: [Bool]
+    /// The problems found while resolving keys (duplicates, unknown overrides); validation adds more.
+    let registrationProblems: [ServiceGraphError.Problem]
+
+    var count: Int { providers.count }
+
+    init(_ registrations: [Registration]) {
+        var providers: [Registration] = []
+        providers.reserveCapacity(registrations.count)
+        var table = KeyTable(capacity: registrations.count)
+        var problems: [ServiceGraphError.Problem] = []
+
+        for registration in registrations where !registration.isOverride {
+            if let existing = table.insert(registration.keyID, slot: providers.count) {
+                let first = providers[existing]
+                problems.append(
+                    .init(
+                        .duplicateProvider,
+                        key: registration.name,
+                        site: registration.site.site,
+                        message:
+                            "\(registration.name) is provided twice: first at \(first.site.site), again at \(registration.site.site)"
+                    )
+                )
+            } else {
+                providers.append(registration)
+            }
+        }
+        var overridden = Array(repeating: false, count: providers.count)
+        for registration in registrations where registration.isOverride {
+            if let slot = table.slot(for: registration.keyID) {
+                providers[slot] = registration
+                overridden[slot] = true
+            } else {
+                problems.append(
+                    .init(
+                        .overrideOfUnknownKey,
+                        key: registration.name,
+                        site: registration.site.site,
+                        message: "\(registration.name) is overridden but was never provided"
+                    )
+                )
+            }
+        }
+
+        var dependencies: [[Int]] = []
+        dependencies.reserveCapacity(providers.count)
+        for provider in providers {
+            dependencies.append(provider.dependencies.map { table.slot(for: ObjectIdentifier($0)) ?? Self.missing })
+        }
+
+        self.providers = providers
+        self.dependencies = dependencies
+        self.table = table
+        self.overridden = overridden
+        self.registrationProblems = problems
+    }
+
+    func name(_ slot: Int) -> String { providers[slot].name }
+
+    /// For each slot, the slots that depend on it, in slot order.
+    func dependents() -> [[Int]] {
+        var result = Array(repeating: [Int](), count: count)
+        for (slot, edges) in dependencies.enumerated() {
+            for dependency in edges where dependency != Self.missing {
+                result[dependency].append(slot)
+            }
+        }
+        return result
+    }
+
+    /// A path of key names from a root of the graph (a service nothing depends on) down to `slot`.
+    ///
+    /// Follows the first dependent of each service, so the path is deterministic.
+    func pathFromRoot(to slot: Int, dependents: [[Int]]) -> [String] {
+        var path = [slot]
+        var seen: Set<Int> = [slot]
+        var current = slot
+        while let parent = dependents[current].first, seen.insert(parent).inserted {
+            path.append(parent)
+            current = parent
+        }
+        return path.reversed().map(name)
+    }
+}

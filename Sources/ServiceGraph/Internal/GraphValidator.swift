@@ -1,0 +1,181 @@
+/// Finds every problem in a ``GraphPlan`` in one pass over its services and edges.
+///
+/// Reports, in this order: duplicate providers and unknown overrides (found while planning), missing
+/// providers, cycles (one per strongly connected component, with one full cycle path through it) and
+/// captive dependencies. Runs no factory.
+///
+/// - Complexity: O(services + edges).
+struct GraphValidator {
+    let plan: GraphPlan
+    private let dependents: [[Int]]
+
+    init(_ plan: GraphPlan) {
+        self.plan = plan
+        self.dependents = plan.dependents()
+    }
+
+    func problems() -> [ServiceGraphError.Problem] {
+        plan.registrationProblems + missingProviders() + cycles() + captiveDependencies()
+    }
+
+    private func missingProviders() -> [ServiceGraphError.Problem] {
+        var byValueType: [ObjectIdentifier: [Int]] = [:]
+        var problems: [ServiceGraphError.Problem] = []
+        var indexed = false
+        for (slot, provider) in plan.providers.enumerated() {
+            for (position, dependency) in plan.dependencies[slot].enumerated() where dependency == GraphPlan.missing {
+                if !indexed {
+                    for (candidate, other) in plan.providers.enumerated() {
+                        byValueType[other.key.valueTypeID, default: []].append(candidate)
+                    }
+                    indexed = true
+                }
+                let missingKey = provider.dependencies[position]
+                let missingName = missingKey.serviceName
+                var message = "\(missingName) has no provider; \(provider.name) requires it"
+                let suggestions = (byValueType[missingKey.valueTypeID] ?? []).map(plan.name)
+                if !suggestions.isEmpty {
+                    let list = suggestions.joined(separator: ", ")
+                    message += ". Did you mean \(list)? (also provides \(missingKey.valueTypeName))"
+                }
+                problems.append(
+                    .init(
+                        .missingProvider,
+                        key: missingName,
+                        path: plan.pathFromRoot(to: slot, dependents: dependents) + [missingName],
+                        site: provider.site.site,
+                        message: message
+                    )
+                )
+            }
+        }
+        return problems
+    }
+
+    private func cycles() -> [ServiceGraphError.Problem] {
+        stronglyConnectedComponents()
+            .filter { component in
+                component.count > 1 || plan.dependencies[component[0]].contains(component[0])
+            }
+            .sorted { $0.min()! < $1.min()! }
+            .map { component in
+                let start = component.min()!
+                let cycle = cyclePath(through: start, within: Set(component)).map(plan.name)
+                var message = "cycle: \(cycle.joined(separator: " → "))"
+                if component.count > cycle.count - 1 {
+                    let others = component.sorted().map(plan.name).joined(separator: ", ")
+                    message += " (\(component.count) services depend on each other here: \(others))"
+                }
+                return .init(
+                    .cycle,
+                    key: plan.name(start),
+                    path: cycle,
+                    site: plan.providers[start].site.site,
+                    message: message
+                )
+            }
+    }
+
+    /// The shortest cycle from `start` back to itself using only `members` (breadth-first).
+    private func cyclePath(through start: Int, within members: Set<Int>) -> [Int] {
+        var parent: [Int: Int] = [:]
+        var queue = [start]
+        var head = 0
+        while head < queue.count {
+            let node = queue[head]
+            head += 1
+            for next in plan.dependencies[node] where members.contains(next) {
+                if next == start {
+                    var path = [start]
+                    var current = node
+                    while current != start {
+                        path.append(current)
+                        current = parent[current]!
+                    }
+                    return [start] + path.dropFirst().reversed() + [start]
+                }
+                if parent[next] == nil {
+                    parent[next] = node
+                    queue.append(next)
+                }
+            }
+        }
+        return [start, start]
+    }
+
+    /// Tarjan's algorithm, iterative so deep graphs cannot overflow the stack.
+    private func stronglyConnectedComponents() -> [[Int]] {
+        let count = plan.count
+        var index = Array(repeating: -1, count: count)
+        var lowLink = Array(repeating: 0, count: count)
+        var onStack = Array(repeating: false, count: count)
+        var stack: [Int] = []
+        var components: [[Int]] = []
+        var counter = 0
+        var work: [(node: Int, edge: Int)] = []
+
+        for root in 0..<count where index[root] == -1 {
+            index[root] = counter
+            lowLink[root] = counter
+            counter += 1
+            stack.append(root)
+            onStack[root] = true
+            work.append((root, 0))
+            while let (node, edge) = work.last {
+                let edges = plan.dependencies[node]
+                if edge < edges.count {
+                    work[work.count - 1].edge += 1
+                    let next = edges[edge]
+                    if next == GraphPlan.missing { continue }
+                    if index[next] == -1 {
+                        index[next] = counter
+                        lowLink[next] = counter
+                        counter += 1
+                        stack.append(next)
+                        onStack[next] = true
+                        work.append((next, 0))
+                    } else if onStack[next] {
+                        lowLink[node] = min(lowLink[node], index[next])
+                    }
+                    continue
+                }
+                work.removeLast()
+                if let parent = work.last?.node {
+                    lowLink[parent] = min(lowLink[parent], lowLink[node])
+                }
+                if lowLink[node] == index[node] {
+                    var component: [Int] = []
+                    while true {
+                        let member = stack.removeLast()
+                        onStack[member] = false
+                        component.append(member)
+                        if member == node { break }
+                    }
+                    components.append(component)
+                }
+            }
+        }
+        return components
+    }
+
+    private func captiveDependencies() -> [ServiceGraphError.Problem] {
+        var problems: [ServiceGraphError.Problem] = []
+        for (slot, provider) in plan.providers.enumerated() {
+            for dependency in plan.dependencies[slot] where dependency != GraphPlan.missing {
+                let captive = plan.providers[dependency]
+                guard provider.lifetime.rank > captive.lifetime.rank else { continue }
+                problems.append(
+                    .init(
+                        .captiveDependency,
+                        key: provider.name,
+                        path: plan.pathFromRoot(to: slot, dependents: dependents) + [captive.name],
+                        site: provider.site.site,
+                        message:
+                            "captive dependency: \(provider.name) (\(provider.lifetime)) depends on \(captive.name) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
+                    )
+                )
+            }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,186 @@
+/// What a build recorded: the creation order and how long each service took.
+struct BuildRecord: Sendable {
+    /// Singleton slots in the order they became ready (created and `didAdd` done): a topological order.
+    var order: [Int] = []
+    /// Per slot, how long the factory took (nil for services the build did not create).
+    var factoryDurations: [Duration?]
+    /// Per slot, how long `didAdd` took (nil when the service has no hooks or was not created).
+    var didAddDurations: [Duration?]
+    /// Services whose `didAdd` succeeded, in the order they started.
+    var started: [StartedService] = []
+    /// Wall-clock time of the whole build.
+    var totalDuration: Duration = .zero
+
+    init(count: Int) {
+        factoryDurations = Array(repeating: nil, count: count)
+        didAddDurations = Array(repeating: nil, count: count)
+    }
+}
+
+/// Creates a graph's singletons in dependency order, independent ones concurrently.
+///
+/// One coordinator owns all the state. Synchronous factories run inline on the coordinator (they
+/// cannot suspend, so a task would only add overhead); asynchronous factories and `didAdd` hooks run in
+/// child tasks, so the build takes as long as the graph's critical path. A service starts once all
+/// its dependencies are ready. On the first failure nothing new starts, running work is awaited, and
+/// everything that did start is released in reverse order.
+struct SingletonBuild {
+    private let core: GraphCore
+    private let dependents: [[Int]]
+    private var waiting: [Int]
+    private var ready: [Int] = []
+    private var nextReady = 0
+    private var running = 0
+    private var record: BuildRecord
+    private var problems: [ServiceGraphError.Problem] = []
+    private let clock = ContinuousClock()
+
+    init(core: GraphCore) {
+        self.core = core
+        self.dependents = core.plan.dependents()
+        self.record = BuildRecord(count: core.nodes.count)
+        self.waiting = core.nodes.map(\.dependencies.count)
+        for (slot, node) in core.nodes.enumerated() where node.lifetime == .singleton && waiting[slot] == 0 {
+            ready.append(slot)
+        }
+    }
+
+    /// The outcome of one child task.
+    private enum Step: Sendable {
+        case created(slot: Int, box: AnyBox, factory: Duration, didAdd: Duration?, hooks: (any LifecycleHooks)?)
+        case failed(slot: Int, ServiceGraphError)
+    }
+
+    /// Builds every singleton, or releases what was built and returns the problems.
+    mutating func run() async -> Result<BuildRecord, ServiceGraphError> {
+        let start = clock.now
+        await withTaskGroup(of: Step.self) { group in
+            while true {
+                startReadyServices(in: &group)
+                if running == 0 { break }
+                guard let step = await group.next() else { break }
+                running -= 1
+                switch step {
+                case .created(let slot, let box, let factory, let didAdd, let hooks):
+                    finish(slot, box, factory: factory, didAdd: didAdd, hooks: hooks)
+                case .failed(let slot, let error):
+                    problems.append(contentsOf: error.problems.map { located($0, at: slot) })
+                }
+                if !problems.isEmpty || Task.isCancelled { group.cancelAll() }
+            }
+        }
+        record.totalDuration = start.duration(to: clock.now)
+        if Task.isCancelled && problems.isEmpty || problems.contains(where: { $0.underlyingError is CancellationError }) {
+            problems.removeAll { $0.underlyingError is CancellationError }
+            problems.insert(
+                .init(
+                    .buildCancelled,
+                    key: "build",
+                    message: "the build was cancelled; \(record.order.count) services that had started were released"
+                ),
+                at: 0
+            )
+        }
+        guard problems.isEmpty else {
+            problems += await Lifecycle.release(record.started, of: core)
+            core.singletons.removeAll()
+            return .failure(ServiceGraphError(problems))
+        }
+        return .success(record)
+    }
+
+    /// Starts every ready service: synchronous factories inline, the rest as child tasks.
+    private mutating func startReadyServices(in group: inout TaskGroup<Step>) {
+        while problems.isEmpty, !Task.isCancelled, nextReady < ready.count {
+            let slot = ready[nextReady]
+            nextReady += 1
+            let node = core.nodes[slot]
+            guard node.factory.isSynchronous else {
+                running += 1
+                group.addTask { [core] in await Self.create(slot, in: core) }
+                continue
+            }
+            let start = clock.now
+            var arguments = Arguments(core: core, scope: nil, slots: node.dependencies)
+            do {
+                let box = try node.factory.makeBoxNow(&arguments)
+                let elapsed = start.duration(to: clock.now)
+                if let hooks = box.hooks {
+                    running += 1
+                    group.addTask { await Self.didAdd(slot, box, hooks, factory: elapsed, node: node) }
+                } else {
+                    finish(slot, box, factory: elapsed, didAdd: nil, hooks: nil)
+                }
+            } catch {
+                problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
+            }
+        }
+    }
+
+    /// Runs an asynchronous factory, then `didAdd`.
+    private static func create(_ slot: Int, in core: GraphCore) async -> Step {
+        let node = core.nodes[slot]
+        let clock = ContinuousClock()
+        let start = clock.now
+        var arguments = Arguments(core: core, scope: nil, slots: node.dependencies)
+        let box: AnyBox
+        do {
+            box = try await node.factory.makeBox(&arguments)
+        } catch {
+            return .failed(slot: slot, core.failure(error, at: slot))
+        }
+        let elapsed = start.duration(to: clock.now)
+        guard let hooks = box.hooks else {
+            return .created(slot: slot, box: box, factory: elapsed, didAdd: nil, hooks: nil)
+        }
+        return await didAdd(slot, box, hooks, factory: elapsed, node: node)
+    }
+
+    private static func didAdd(
+        _ slot: Int,
+        _ box: AnyBox,
+        _ hooks: any LifecycleHooks,
+        factory: Duration,
+        node: Node
+    ) async -> Step {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            try await Lifecycle.didAdd(hooks, of: node)
+        } catch {
+            return .failed(slot: slot, error)
+        }
+        return .created(slot: slot, box: box, factory: factory, didAdd: start.duration(to: clock.now), hooks: hooks)
+    }
+
+    /// Records a ready service and makes its dependents ready when it was their last dependency.
+    private mutating func finish(
+        _ slot: Int,
+        _ box: AnyBox,
+        factory: Duration,
+        didAdd: Duration?,
+        hooks: (any LifecycleHooks)?
+    ) {
+        core.singletons.store(box, at: slot)
+        record.order.append(slot)
+        record.factoryDurations[slot] = factory
+        record.didAddDurations[slot] = didAdd
+        if let hooks { record.started.append(StartedService(slot: slot, hooks: hooks)) }
+        for dependent in dependents[slot] {
+            waiting[dependent] -= 1
+            if waiting[dependent] == 0 && core.nodes[dependent].lifetime == .singleton { ready.append(dependent) }
+        }
+    }
+
+    /// Gives a build failure the path from a root of the graph down to the failing service.
+    private func located(_ problem: ServiceGraphError.Problem, at slot: Int) -> ServiceGraphError.Problem {
+        .init(
+            problem.code,
+            key: problem.key,
+            path: core.plan.pathFromRoot(to: slot, dependents: dependents),
+            site: problem.site,
+            message: problem.message,
+            underlyingError: problem.underlyingError
+        )
+    }
+}

@@ -1,0 +1,27 @@
+/// Human-readable type names for errors and dumps.
+enum TypeName {
+    /// The type's name without its module prefix (`Outer.Inner`, `any AppLogger`).
+    static func display(_ type: Any.Type) -> String {
+        let reflected = String(reflecting: type)
+        guard let module = moduleName(of: type) else { return reflected }
+        return reflected.replacing(module + ".", with: "")
+    }
+
+    /// `type`'s name with the module of `reference` removed, so value types read like their keys.
+    static func display(_ type: Any.Type, moduleOf reference: Any.Type) -> String {
+        var name = String(reflecting: type)
+        for module in Set([moduleName(of: type), moduleName(of: reference)].compactMap { $0 }) {
+            name = name.replacing(module + ".", with: "")
+        }
+        return name
+    }
+
+    private static func moduleName(of type: Any.Type) -> String? {
+        let reflected = String(reflecting: type)
+        guard let dot = reflected.firstIndex(of: "."),
+            !reflected[..<dot].contains(where: { $0 == " " || $0 == "(" || $0 == "<" || $0 == "[" })
+        else { return nil }
+        let module = String(reflected[..<dot])
+        return module == "Swift" ? "Swift" : module
+    }
+}

@@ -1,0 +1,74 @@
+/// A service that declares its own dependencies, so it can be provided without a closure.
+///
+/// A `Service` is its own key: its `Value` is itself, and other providers depend on it by naming the
+/// type. Its dependencies are an associated ``DependencyList``, usually ``Needs``:
+///
+/// ```swift
+/// struct SignupService: Service {
+///     typealias Dependencies = Needs<DatabaseKey, LoggerKey>
+///     let database: any Database
+///     let logger: any AppLogger
+///
+///     init(dependencies: (any Database, any AppLogger)) {
+///         (database, logger) = dependencies
+///     }
+/// }
+///
+/// builder.provide(SignupService.self, lifetime: .transient)
+/// ```
+///
+/// With one dependency, `dependencies` is that value; with none, it is `()`.
+public protocol Service: ServiceKey where Value == Self {
+    /// The keys this service needs, in the order its initializer receives their values.
+    associatedtype Dependencies: DependencyList = Needs< >
+
+    /// Creates the service from the values of its ``Dependencies``.
+    init(dependencies: Dependencies.Values) throws
+}
+
+/// A list of service keys whose values a ``Service`` receives together.
+///
+/// ``Needs`` is the list to use; the requirement below is how the builder registers it.
+public protocol DependencyList {
+    /// The values of the keys, as a tuple in declaration order (a single value for one key).
+    associatedtype Values: Sendable
+
+    /// Registers `make` as the provider of `key`, depending on this list's keys.
+    ///
+    /// Not API: called by ``ServiceGraph/Builder/provide(_:lifetime:fileID:line:)``.
+    static func _register<Key: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime,
+        in builder: inout ServiceGraph.Builder,
+        fileID: StaticString,
+        line: UInt,
+        make: @escaping @Sendable (Values) throws -> Key.Value
+    )
+}
+
+/// The keys a ``Service`` depends on: `Needs<DatabaseKey, LoggerKey>`.
+public struct Needs<each Key: ServiceKey>: DependencyList {
+    public typealias Values = (repeat (each Key).Value)
+
+    private init() {}
+
+    public static func _register<Provided: ServiceKey>(
+        _ key: Provided.Type,
+        lifetime: Lifetime,
+        in builder: inout ServiceGraph.Builder,
+        fileID: StaticString,
+        line: UInt,
+        make: @escaping @Sendable ((repeat (each Key).Value)) throws -> Provided.Value
+    ) {
+        builder.provide(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat (each Key).self,
+            fileID: fileID,
+            line: line,
+            factory: { (value: repeat (each Key).Value) throws -> Provided.Value in
+                try make((repeat each value))
+            }
+        )
+    }
+}

@@ -1,0 +1,144 @@
+import Synchronization
+
+/// A built, validated service graph: its singletons created in dependency order, ready to read.
+///
+/// Make one with a ``Builder``. A graph is immutable and `Sendable`: reading a singleton with the
+/// subscript takes no lock, and resolving transient services is safe from many tasks at once.
+///
+/// ```swift
+/// let graph = try await builder.build()
+/// let database = graph[DatabaseKey.self]                  // a singleton, synchronously
+/// let signup = try await graph.resolve(SignupKey.self)    // any lifetime
+/// try await graph.shutdown()                              // willRemove hooks, in reverse order
+/// ```
+///
+/// After ``shutdown()``, `resolve` throws; the subscript still returns the (released) singletons,
+/// which the graph keeps until it is itself deallocated, then drops in reverse creation order.
+public final class ServiceGraph: Sendable {
+    let core: GraphCore
+    let record: BuildRecord
+    private let state = Mutex(State())
+
+    private struct State {
+        var shutdown: Task<[ServiceGraphError.Problem], Never>?
+        var openScopes: [Int: ServiceScope] = [:]
+        var nextScopeID = 0
+    }
+
+    init(core: GraphCore, record: BuildRecord) {
+        self.core = core
+        self.record = record
+    }
+
+    /// The singleton for `key`.
+    ///
+    /// Like an out-of-range `Array` index, asking for a key that is not in the graph, or for one that is
+    /// not a singleton, is a programming error and traps, with the same message `resolve`
+    /// would throw. Use `resolve` when the key may be absent.
+    ///
+    /// - Complexity: O(1): a table lookup and an array read, no lock.
+    public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
+        guard let slot = core.slot(of: key) else {
+            preconditionFailure(ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID)).description)
+        }
+        guard core.nodes[slot].lifetime == .singleton else {
+            preconditionFailure(
+                "ServiceGraph: \(Key.serviceName) is \(core.nodes[slot].lifetime), not a singleton; use `resolve`"
+            )
+        }
+        return core.singletons.value(at: slot, as: Key.Value.self)
+    }
+
+    /// Resolves `key` without suspending: a singleton, or a transient service whose factory chain is
+    /// synchronous.
+    ///
+    /// - Throws: ``ServiceGraphError`` with ``ServiceGraphError/Code/keyNotFound`` (naming the closest
+    ///   keys), ``ServiceGraphError/Code/requiresAwait`` for asynchronous or scoped chains,
+    ///   ``ServiceGraphError/Code/factoryFailed`` with the path to the failing factory, or
+    ///   ``ServiceGraphError/Code/graphShutDown``.
+    /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
+    public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
+        let slot = try resolvableSlot(of: key)
+        let node = core.nodes[slot]
+        guard node.resolvesNow else {
+            throw ServiceGraphError(node.needsScope ? core.scopeRequired(slot) : core.requiresAwait(slot))
+        }
+        return try core.valueNow(at: slot, as: key, in: nil)
+    }
+
+    /// Resolves `key`, of any lifetime but scoped, awaiting asynchronous factories.
+    ///
+    /// Scoped services, and transients that depend on them, are resolved from a ``ServiceScope``.
+    ///
+    /// - Throws: ``ServiceGraphError`` naming the key and, for a failing factory, its path.
+    /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
+    public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+        let slot = try resolvableSlot(of: key)
+        return try await core.value(at: slot, as: key, in: nil)
+    }
+
+    private func resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
+        guard let slot = core.slot(of: key) else {
+            throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
+        }
+        guard !core.isShutDown.load(ordering: .acquiring) else {
+            throw ServiceGraphError(core.shutDownProblem(Key.serviceName))
+        }
+        return slot
+    }
+
+    /// Opens a child scope that owns its ``Lifetime/scoped`` instances.
+    ///
+    /// Close the scope with ``ServiceScope/close()`` to release its instances in reverse order. Scopes
+    /// still open when the graph shuts down are closed first.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``.
+    public func makeScope() throws(ServiceGraphError) -> ServiceScope {
+        try state.withLock { state throws(ServiceGraphError) in
+            guard state.shutdown == nil else {
+                throw ServiceGraphError(core.shutDownProblem("a new scope"))
+            }
+            let scope = ServiceScope(graph: self, id: state.nextScopeID)
+            state.openScopes[state.nextScopeID] = scope
+            state.nextScopeID += 1
+            return scope
+        }
+    }
+
+    func scopeDidClose(_ scope: ServiceScope) {
+        _ = state.withLock { $0.openScopes.removeValue(forKey: scope.id) }
+    }
+
+    /// Releases the graph: closes open scopes, then calls ``LifecycleHooks/willRemove()`` on every
+    /// started singleton in reverse topological order.
+    ///
+    /// Each hook runs exactly once, even when shutdown is called again or concurrently (later calls
+    /// wait for the first and report the same result). A hook that throws does not stop the others.
+    ///
+    /// - Throws: A ``ServiceGraphError`` with every hook failure.
+    public func shutdown() async throws(ServiceGraphError) {
+        let task = state.withLock { state in
+            if let task = state.shutdown { return task }
+            core.isShutDown.store(true, ordering: .releasing)
+            let scopes = state.openScopes.sorted { $0.key > $1.key }.map(\.value)
+            state.openScopes = [:]
+            let task = Task { [core, record] in
+                var problems: [ServiceGraphError.Problem] = []
+                for scope in scopes {
+                    problems += await scope.closeForShutdown()
+                }
+                problems += await Lifecycle.release(record.started, of: core)
+                return problems
+            }
+            state.shutdown = task
+            return task
+        }
+        let problems = await task.value
+        if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// The singletons' key names in the order they were created (a topological order).
+    public var initializationOrder: [String] {
+        record.order.map { core.nodes[$0].name }
+    }
+}

@@ -1,0 +1,40 @@
+extension ServiceGraph.Builder {
+    /// Checks the whole graph without running any factory.
+    ///
+    /// Reports every problem at once: missing providers (with who needs them and a "did you mean"),
+    /// cycles (with the full path), duplicate providers, captive dependencies and overrides of keys
+    /// that were never provided. Each problem names the file and line of the offending provider.
+    ///
+    /// - Throws: A ``ServiceGraphError`` listing every problem found.
+    /// - Complexity: O(services + edges).
+    public func validate() throws(ServiceGraphError) {
+        _ = try validatedPlan()
+    }
+
+    /// Validates the graph, then creates every singleton once, after all of its dependencies.
+    ///
+    /// Independent singletons are created concurrently, so the build takes about as long as the
+    /// slowest chain of dependencies. Each singleton adopting ``LifecycleHooks`` gets ``LifecycleHooks/didAdd()``
+    /// before anything that depends on it is created. If a factory or a `didAdd` throws, every service
+    /// already started is released in reverse order and nothing is left alive.
+    ///
+    /// - Returns: The built graph.
+    /// - Throws: A ``ServiceGraphError``: the validation problems, or the failing service with its path.
+    public func build() async throws(ServiceGraphError) -> ServiceGraph {
+        let plan = try validatedPlan()
+        let core = GraphCore(plan: plan)
+        var build = SingletonBuild(core: core)
+        switch await build.run() {
+        case .success(let record): return ServiceGraph(core: core, record: record)
+        case .failure(let error): throw error
+        }
+    }
+
+    /// The plan of this builder's graph, or every problem it has.
+    func validatedPlan() throws(ServiceGraphError) -> GraphPlan {
+        let plan = GraphPlan(registrations)
+        let problems = GraphValidator(plan).problems()
+        guard problems.isEmpty else { throw ServiceGraphError(problems) }
+        return plan
+    }
+}

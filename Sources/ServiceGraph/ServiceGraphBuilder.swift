@@ -1,0 +1,171 @@
+extension ServiceGraph {
+    /// Collects providers, checks the whole graph, and builds it.
+    ///
+    /// A builder is a value: copy it and override some keys to get a test graph that shares the
+    /// application's wiring but not its instances. Nothing runs until ``build()``; ``validate()`` checks
+    /// the graph without running any factory.
+    ///
+    /// ```swift
+    /// var builder = ServiceGraph.Builder()
+    /// builder.provide(ConfigKey.self) { AppConfig.fromEnvironment() }
+    /// builder.provide(LoggerKey.self, dependsOn: ConfigKey.self) { config in ConsoleLogger(level: config.logLevel) }
+    /// let graph = try await builder.build()
+    /// ```
+    public struct Builder: Sendable {
+        /// Every `provide` and `override` call, in order.
+        var registrations: [Registration] = []
+
+        /// Creates an empty builder.
+        public init() {}
+
+        /// The number of `provide` and `override` calls recorded so far.
+        public var count: Int { registrations.count }
+    }
+}
+
+extension ServiceGraph.Builder {
+    /// Provides `key` with a synchronous factory that receives exactly the values of `dependsOn`.
+    ///
+    /// The factory gets the declared dependencies' values, typed and in order, and nothing else: it has
+    /// no handle on the graph. A synchronous factory can also be resolved without `await`.
+    ///
+    /// - Parameters:
+    ///   - key: The key this provider provides.
+    ///   - lifetime: How long an instance lives; ``Lifetime/singleton`` by default.
+    ///   - dependencies: The keys whose values the factory receives.
+    ///   - factory: Makes the service from its dependencies' values.
+    public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        record(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            site: SiteLiteral(fileID: fileID, line: line),
+            isOverride: false,
+            factory: factory
+        )
+    }
+
+    /// Provides `key` with an asynchronous, throwing factory that receives exactly the values of
+    /// `dependsOn`.
+    ///
+    /// - Parameters:
+    ///   - key: The key this provider provides.
+    ///   - lifetime: How long an instance lives; ``Lifetime/singleton`` by default.
+    ///   - dependencies: The keys whose values the factory receives.
+    ///   - factory: Makes the service from its dependencies' values.
+    public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        record(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            site: SiteLiteral(fileID: fileID, line: line),
+            isOverride: false,
+            factory: factory
+        )
+    }
+
+    /// Provides a ``Service`` under its own type, made by its `init(dependencies:)`.
+    public mutating func provide<S: Service>(
+        _ service: S.Type,
+        lifetime: Lifetime = .singleton,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        S.Dependencies._register(S.self, lifetime: lifetime, in: &self, fileID: fileID, line: line) {
+            try S(dependencies: $0)
+        }
+    }
+
+    /// Provides `key` with a ``Service`` made by its `init(dependencies:)`.
+    ///
+    /// Use this to provide the same service type under several keys.
+    public mutating func provide<Key: ServiceKey, S: Service>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        using service: S.Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) where Key.Value == S {
+        S.Dependencies._register(key, lifetime: lifetime, in: &self, fileID: fileID, line: line) {
+            try S(dependencies: $0)
+        }
+    }
+}
+
+extension ServiceGraph.Builder {
+    /// Wraps a synchronous factory in the graph's thunks and records it.
+    mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        site: SiteLiteral,
+        isOverride: Bool,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        let erased = Factory<Key.Value>(
+            makeNow: { arguments in
+                try factory(repeat try arguments.next((each Dependency).self))
+            },
+            make: { arguments in
+                try factory(repeat try await arguments.nextAwaiting((each Dependency).self))
+            }
+        )
+        append(key, lifetime: lifetime, dependsOn: repeat each dependencies, site: site, isOverride: isOverride, factory: erased)
+    }
+
+    /// Wraps an asynchronous factory in the graph's thunk and records it.
+    mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        site: SiteLiteral,
+        isOverride: Bool,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        let erased = Factory<Key.Value>(
+            makeNow: nil,
+            make: { arguments in
+                try await factory(repeat try await arguments.nextAwaiting((each Dependency).self))
+            }
+        )
+        append(key, lifetime: lifetime, dependsOn: repeat each dependencies, site: site, isOverride: isOverride, factory: erased)
+    }
+
+    private mutating func append<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        site: SiteLiteral,
+        isOverride: Bool,
+        factory: AnyFactory
+    ) {
+        var keys: [any ServiceKey.Type] = []
+        for dependency in repeat each dependencies {
+            keys.append(dependency)
+        }
+        registrations.append(
+            Registration(
+                key: key,
+                lifetime: lifetime,
+                dependencies: keys,
+                site: site,
+                factory: factory,
+                isOverride: isOverride
+            )
+        )
+    }
+}

@@ -1,0 +1,148 @@
+/// Every problem ServiceGraph found in one operation, each with the key, the dependency path and the
+/// place where the offending provider was registered.
+///
+/// Validation reports all problems of a graph at once, so a single error may carry several
+/// ``Problem``s. Match on ``Problem/code`` (an opaque, extensible code) rather than on the message:
+///
+/// ```swift
+/// do {
+///     try builder.validate()
+/// } catch let error as ServiceGraphError {
+///     for problem in error.problems where problem.code == .cycle { print(problem.path) }
+/// }
+/// ```
+public struct ServiceGraphError: Error, Sendable, CustomStringConvertible {
+    /// The problems found, in a stable order. Never empty.
+    public let problems: [Problem]
+
+    init(_ problems: [Problem]) {
+        precondition(!problems.isEmpty, "a ServiceGraphError needs at least one problem")
+        self.problems = problems
+    }
+
+    init(_ problem: Problem) {
+        self.problems = [problem]
+    }
+
+    /// The code of the first problem, for errors that carry a single one.
+    public var code: Code { problems[0].code }
+
+    /// Whether any problem has the given code.
+    public func contains(_ code: Code) -> Bool {
+        problems.contains { $0.code == code }
+    }
+
+    public var description: String {
+        if problems.count == 1 { return "ServiceGraph: \(problems[0])" }
+        var text = "ServiceGraph found \(problems.count) problems:"
+        for (index, problem) in problems.enumerated() {
+            text += "\n  \(index + 1). \(problem)"
+        }
+        return text
+    }
+}
+
+extension ServiceGraphError {
+    /// What kind of problem was found. New codes may be added without breaking existing code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case missingProvider = "missing provider"
+            case cycle = "cycle"
+            case duplicateProvider = "duplicate provider"
+            case captiveDependency = "captive dependency"
+            case overrideOfUnknownKey = "override of unknown key"
+            case factoryFailed = "factory failed"
+            case didAddFailed = "didAdd failed"
+            case willRemoveFailed = "willRemove failed"
+            case hookTimedOut = "hook timed out"
+            case buildCancelled = "build cancelled"
+            case keyNotFound = "key not found"
+            case wrongLifetime = "wrong lifetime"
+            case requiresAwait = "requires await"
+            case scopeClosed = "scope closed"
+            case graphShutDown = "graph shut down"
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        public var description: String { base.rawValue }
+
+        /// A service depends on a key that no provider provides.
+        public static let missingProvider = Code(.missingProvider)
+        /// Services depend on each other in a circle.
+        public static let cycle = Code(.cycle)
+        /// Two providers provide the same key.
+        public static let duplicateProvider = Code(.duplicateProvider)
+        /// A longer-lived service depends on a shorter-lived one (a singleton on a scoped service, say).
+        public static let captiveDependency = Code(.captiveDependency)
+        /// An override names a key that was never provided.
+        public static let overrideOfUnknownKey = Code(.overrideOfUnknownKey)
+        /// A factory threw while the graph built or resolved a service.
+        public static let factoryFailed = Code(.factoryFailed)
+        /// A service's ``LifecycleHooks/didAdd()`` threw.
+        public static let didAddFailed = Code(.didAddFailed)
+        /// A service's ``LifecycleHooks/willRemove()`` threw.
+        public static let willRemoveFailed = Code(.willRemoveFailed)
+        /// A lifecycle hook did not finish within the configured timeout.
+        public static let hookTimedOut = Code(.hookTimedOut)
+        /// The task running the build was cancelled.
+        public static let buildCancelled = Code(.buildCancelled)
+        /// A key that is not in the graph was asked for.
+        public static let keyNotFound = Code(.keyNotFound)
+        /// A service was asked for in a way its lifetime does not allow (a scoped one outside a scope).
+        public static let wrongLifetime = Code(.wrongLifetime)
+        /// A service with an asynchronous factory was resolved synchronously.
+        public static let requiresAwait = Code(.requiresAwait)
+        /// A closed scope was asked for a service, or closed again.
+        public static let scopeClosed = Code(.scopeClosed)
+        /// A graph that was shut down was asked for a service.
+        public static let graphShutDown = Code(.graphShutDown)
+    }
+
+    /// One problem: what went wrong, for which key, along which dependency path, registered where.
+    public struct Problem: Sendable, CustomStringConvertible {
+        /// What kind of problem this is.
+        public let code: Code
+        /// The key the problem is about (the missing key, the failing service, ...).
+        public let key: String
+        /// The dependency path that leads to the problem, from a root of the graph (`App → Signup →
+        /// Database`); for a cycle, the cycle itself, its first key repeated at the end.
+        public let path: [String]
+        /// Where the offending provider was registered, when there is one.
+        public let site: RegistrationSite?
+        /// The message written for a person, without the path and site (``description`` adds them).
+        public let message: String
+        /// The error a factory or hook threw, when the problem is one.
+        public let underlyingError: (any Error)?
+
+        init(
+            _ code: Code,
+            key: String,
+            path: [String] = [],
+            site: RegistrationSite? = nil,
+            message: String,
+            underlyingError: (any Error)? = nil
+        ) {
+            self.code = code
+            self.key = key
+            self.path = path
+            self.site = site
+            self.message = message
+            self.underlyingError = underlyingError
+        }
+
+        /// The path as it is printed, with arrows.
+        public var pathDescription: String { path.joined(separator: " → ") }
+
+        public var description: String {
+            var text = message
+            if !path.isEmpty && code != .cycle { text += " (path: \(pathDescription))" }
+            if let site { text += " [provided at \(site)]" }
+            return text
+        }
+    }
+}

@@ -1,0 +1,33 @@
+/// A typed name for one service in a ``ServiceGraph``.
+///
+/// A key fixes the type of the value it names. Different keys may share a `Value` type: this is how
+/// two databases, or two loggers, are told apart. Keys are usually case-less enums:
+///
+/// ```swift
+/// enum PrimaryDatabaseKey: ServiceKey { typealias Value = any Database }
+/// enum ReplicaDatabaseKey: ServiceKey { typealias Value = any Database }
+/// ```
+public protocol ServiceKey: Sendable {
+    /// The type of the service this key names.
+    associatedtype Value: Sendable
+
+    /// The name used for this key in errors and dumps.
+    ///
+    /// The default is the key's type name without its module, for example `Outer.DatabaseKey`.
+    static var serviceName: String { get }
+}
+
+extension ServiceKey {
+    public static var serviceName: String { TypeName.display(Self.self) }
+}
+
+extension ServiceKey {
+    /// A stable identity for the key type, used to index the graph.
+    static var keyID: ObjectIdentifier { ObjectIdentifier(Self.self) }
+
+    /// A stable identity for the key's value type, used for "did you mean" suggestions.
+    static var valueTypeID: ObjectIdentifier { ObjectIdentifier(Value.self) }
+
+    /// The value type's name, for errors and dumps.
+    static var valueTypeName: String { TypeName.display(Value.self, moduleOf: Self.self) }
+}

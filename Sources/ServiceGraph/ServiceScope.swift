@@ -1,0 +1,187 @@
+import Synchronization
+
+/// A child of a ``ServiceGraph`` that owns one instance of each ``Lifetime/scoped`` service, such as a
+/// logged-in user's session or one request.
+///
+/// A scope creates each scoped instance on first use, exactly once even when many tasks ask at the
+/// same moment, and releases them together, in reverse creation order, when it closes. Scoped
+/// services may depend on the graph's singletons and on other scoped services, never the reverse.
+///
+/// ```swift
+/// let request = try graph.makeScope()
+/// let session = try await request.resolve(SessionKey.self)
+/// try await request.close()
+/// ```
+public final class ServiceScope: Sendable {
+    let core: GraphCore
+    let id: Int
+    private weak let graph: ServiceGraph?
+    private let state: Mutex<State>
+
+    private enum Instance {
+        case creating(Task<AnyBox, any Error>)
+        case ready(AnyBox)
+    }
+
+    private enum LookupStep {
+        case ready(AnyBox)
+        case wait(Task<AnyBox, any Error>)
+        case closed
+    }
+
+    private struct State {
+        var instances: [Int: Instance] = [:]
+        /// Created instances in creation order; those with hooks must get `willRemove`.
+        var created: [(slot: Int, hooks: (any LifecycleHooks)?)] = []
+        var isClosed = false
+    }
+
+    init(graph: ServiceGraph, id: Int) {
+        self.core = graph.core
+        self.graph = graph
+        self.id = id
+        self.state = Mutex(State())
+    }
+
+    /// The graph's singleton for `key`; see ``ServiceGraph/subscript(_:)``.
+    ///
+    /// - Complexity: O(1), no lock.
+    public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
+        guard let graph else {
+            preconditionFailure("ServiceGraph: the graph of this scope was deallocated")
+        }
+        return graph[key]
+    }
+
+    /// Resolves `key` in this scope: the scope's instance of a scoped service (created on first use),
+    /// a new transient, or a singleton of the graph.
+    ///
+    /// - Throws: ``ServiceGraphError``: ``ServiceGraphError/Code/scopeClosed`` after ``close()``,
+    ///   ``ServiceGraphError/Code/keyNotFound``, or the failing factory or `didAdd` with its path.
+    /// - Complexity: O(1) for an existing scoped instance (one short lock); one factory call per new
+    ///   instance in the chain.
+    public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+        let slot = try openSlot(of: key)
+        return try await core.value(at: slot, as: key, in: self)
+    }
+
+    /// Resolves `key` without suspending: a singleton, or a transient whose chain is synchronous and
+    /// needs no scoped instance.
+    ///
+    /// - Throws: ``ServiceGraphError``, as ``ServiceGraph/resolveSynchronously(_:)``.
+    public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
+        let slot = try openSlot(of: key)
+        guard core.nodes[slot].resolvesNow else { throw ServiceGraphError(core.requiresAwait(slot)) }
+        return try core.valueNow(at: slot, as: key, in: self)
+    }
+
+    private func openSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
+        guard let slot = core.slot(of: key) else {
+            throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
+        }
+        if state.withLock({ $0.isClosed }) {
+            throw ServiceGraphError(closedProblem(Key.serviceName))
+        }
+        return slot
+    }
+
+    /// The scope's instance at `slot`, created once.
+    func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
+        let step = state.withLock { state -> LookupStep in
+            if state.isClosed { return .closed }
+            switch state.instances[slot] {
+            case .ready(let box): return .ready(box)
+            case .creating(let task): return .wait(task)
+            case nil:
+                let task = Task { try await self.create(slot) }
+                state.instances[slot] = .creating(task)
+                return .wait(task)
+            }
+        }
+        switch step {
+        case .ready(let box):
+            return unsafeDowncast(box, to: Box<Key.Value>.self).value
+        case .wait(let task):
+            return unsafeDowncast(try await task.value, to: Box<Key.Value>.self).value
+        case .closed:
+            throw ServiceGraphError(closedProblem(Key.serviceName))
+        }
+    }
+
+    /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
+    /// resolve can try again.
+    private func create(_ slot: Int) async throws -> AnyBox {
+        let node = core.nodes[slot]
+        var arguments = Arguments(core: core, scope: self, slots: node.dependencies)
+        let box: AnyBox
+        do {
+            box = try await node.factory.makeBox(&arguments)
+        } catch {
+            state.withLock { _ = $0.instances.removeValue(forKey: slot) }
+            throw core.failure(error, at: slot)
+        }
+        let hooks = box.hooks
+        if let hooks {
+            do {
+                try await Lifecycle.didAdd(hooks, of: node)
+            } catch {
+                state.withLock { _ = $0.instances.removeValue(forKey: slot) }
+                throw error
+            }
+        }
+        state.withLock { state in
+            state.instances[slot] = .ready(box)
+            state.created.append((slot, hooks))
+        }
+        return box
+    }
+
+    /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
+    /// on each scoped instance in reverse creation order and releases them.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
+    ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
+    public func close() async throws(ServiceGraphError) {
+        guard let problems = await closeOnce() else {
+            throw ServiceGraphError(closedProblem("the scope"))
+        }
+        if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// Closes the scope on behalf of the graph's shutdown; a scope already closed has nothing to do.
+    func closeForShutdown() async -> [ServiceGraphError.Problem] {
+        await closeOnce() ?? []
+    }
+
+    /// Closes and releases; nil when the scope was already closed.
+    private func closeOnce() async -> [ServiceGraphError.Problem]? {
+        let pending: [Task<AnyBox, any Error>]? = state.withLock { state in
+            if state.isClosed { return nil }
+            state.isClosed = true
+            return state.instances.values.compactMap {
+                if case .creating(let task) = $0 { task } else { nil }
+            }
+        }
+        guard let pending else { return nil }
+        for task in pending {
+            _ = try? await task.value
+        }
+        let created = state.withLock { state in
+            defer {
+                state.created = []
+                state.instances = [:]
+            }
+            return state.created
+        }
+        graph?.scopeDidClose(self)
+        let started = created.compactMap { entry in entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) } }
+        return await Lifecycle.release(started, of: core)
+    }
+
+    /// Whether ``close()`` has been called (or the graph has shut down).
+    public var isClosed: Bool { state.withLock { $0.isClosed } }
+
+    private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
+        .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")
+    }
+}
