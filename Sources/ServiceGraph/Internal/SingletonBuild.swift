@@ -70,13 +70,17 @@ struct SingletonBuild {
             }
         }
         record.totalDuration = start.duration(to: clock.now)
-        if Task.isCancelled && problems.isEmpty || problems.contains(where: { $0.underlyingError is CancellationError }) {
-            problems.removeAll { $0.underlyingError is CancellationError }
+        // Work cancelled because of another failure (or of the caller) did not fail on its own.
+        let isCancellation = { (problem: ServiceGraphError.Problem) in problem.underlyingError is CancellationError }
+        if Task.isCancelled || problems.contains(where: { !isCancellation($0) }) {
+            problems.removeAll(where: isCancellation)
+        }
+        if Task.isCancelled {
             problems.insert(
                 .init(
                     .buildCancelled,
                     key: "build",
-                    message: "the build was cancelled; \(record.order.count) services that had started were released"
+                    message: "the build was cancelled; the \(record.started.count) services that had started were released"
                 ),
                 at: 0
             )

@@ -1,0 +1,117 @@
+import ServiceGraph
+import Testing
+
+private enum App: ServiceKey { typealias Value = HookedService }
+
+@Suite("Failure during build")
+struct BuildFailureTests {
+    /// D ← B ← A(App), D ← C; `failure` makes one service's factory or didAdd throw.
+    private func graph(
+        _ log: EventLog,
+        _ registry: WeakRegistry,
+        factoryFails: String? = nil,
+        didAddFails: String? = nil
+    ) -> ServiceGraph.Builder {
+        @Sendable func make(_ name: String) throws -> HookedService {
+            if factoryFails == name { throw TestFailure("factory of \(name) failed on purpose") }
+            return registry.track(HookedService(name, log: log, failDidAdd: didAddFails == name))
+        }
+        var builder = ServiceGraph.Builder()
+        builder.provide(App.self, dependsOn: ServiceB.self, ServiceC.self) { _, _ in try make("App") }
+        builder.provide(ServiceB.self, dependsOn: ServiceD.self) { _ in try make("B") }
+        builder.provide(ServiceC.self, dependsOn: ServiceD.self) { _ in
+            try await Task.sleep(for: .milliseconds(5))
+            return try make("C")
+        }
+        builder.provide(ServiceD.self) { try make("D") }
+        return builder
+    }
+
+    @Test func aThrowingFactoryReleasesWhatWasCreatedInReverseOrder() async throws {
+        let log = EventLog()
+        let registry = WeakRegistry()
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await graph(log, registry, factoryFails: "App").build()
+        }
+        let problem = try #require(error?.problems.first)
+        #expect(error?.problems.count == 1)
+        #expect(problem.code == .factoryFailed)
+        #expect(problem.key == "App")
+        #expect(problem.path == ["App"])
+        #expect(problem.underlyingError as? TestFailure == TestFailure("factory of App failed on purpose"))
+        #expect(problem.description.contains("the factory of App threw: factory of App failed on purpose"))
+        #expect(problem.site?.fileID.hasSuffix("BuildFailureTests.swift") == true)
+
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(Set(removals) == ["willRemove B", "willRemove C", "willRemove D"])
+        #expect(removals.last == "willRemove D", "D is removed after everything that depends on it")
+        for name in ["B", "C", "D"] {
+            #expect(log.count(of: "willRemove \(name)") == 1)
+        }
+        #expect(registry.alive == 0)
+    }
+
+    @Test func theErrorNamesTheFailingServiceAndItsPathFromARoot() async throws {
+        let log = EventLog()
+        let registry = WeakRegistry()
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await graph(log, registry, factoryFails: "D").build()
+        }
+        let problem = try #require(error?.problems.first)
+        #expect(problem.key == "ServiceD")
+        #expect(problem.path == ["App", "ServiceB", "ServiceD"])
+        #expect(problem.description.contains("App → ServiceB → ServiceD"))
+        #expect(log.all.isEmpty, "nothing was created, so nothing is removed")
+        #expect(registry.tracked == 0)
+    }
+
+    @Test func aThrowingDidAddMeansTheServiceNeverStarted() async throws {
+        let log = EventLog()
+        let registry = WeakRegistry()
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await graph(log, registry, didAddFails: "B").build()
+        }
+        let problem = try #require(error?.problems.first)
+        #expect(problem.code == .didAddFailed)
+        #expect(problem.key == "ServiceB")
+        #expect(problem.path == ["App", "ServiceB"])
+        #expect(log.count(of: "didAdd B") == 1)
+        #expect(log.count(of: "willRemove B") == 0, "a service that never started is never stopped")
+        #expect(log.count(of: "willRemove D") == 1)
+        #expect(log.count(of: "init App") == 0, "nothing that depends on B is created")
+        if log.count(of: "didAdd C") == 1 {
+            #expect(log.count(of: "willRemove C") == 1)
+            #expect(try #require(log.index(of: "willRemove C")) < #require(log.index(of: "willRemove D")))
+        }
+        #expect(registry.alive == 0)
+    }
+
+    @Test func aFailingWillRemoveDuringCleanupIsReportedToo() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceD.self) { HookedService("D", log: log, failWillRemove: true) }
+        builder.provide(ServiceB.self, dependsOn: ServiceD.self) { _ in throw TestFailure("B failed") }
+        let error = await #expect(throws: ServiceGraphError.self) { try await builder.build() }
+        #expect(error?.problems.map(\.code) == [.factoryFailed, .willRemoveFailed])
+        #expect(error?.problems.map(\.key) == ["ServiceB", "ServiceD"])
+    }
+
+    @Test func cancellingTheBuildReleasesWhatWasCreated() async throws {
+        let log = EventLog()
+        let registry = WeakRegistry()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceD.self) { registry.track(HookedService("D", log: log)) }
+        builder.provide(ServiceB.self, dependsOn: ServiceD.self) { _ in
+            try await Task.sleep(for: .seconds(30))
+            return registry.track(HookedService("B", log: log))
+        }
+        let build = Task { [builder] in try await builder.build() }
+        while log.count(of: "didAdd D") == 0 { await Task.yield() }
+        build.cancel()
+        let result = await build.result
+        let error = try #require(throws: ServiceGraphError.self) { try result.get() }
+        #expect(error.code == .buildCancelled)
+        #expect(log.count(of: "willRemove D") == 1)
+        #expect(registry.alive == 0)
+    }
+}

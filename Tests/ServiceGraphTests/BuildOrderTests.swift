@@ -1,0 +1,112 @@
+import ServiceGraph
+import Synchronization
+import Testing
+
+private enum Parallel0: ServiceKey { typealias Value = Int }
+private enum Parallel1: ServiceKey { typealias Value = Int }
+private enum Parallel2: ServiceKey { typealias Value = Int }
+private enum Parallel3: ServiceKey { typealias Value = Int }
+private enum Parallel4: ServiceKey { typealias Value = Int }
+private enum Parallel5: ServiceKey { typealias Value = Int }
+private enum Parallel6: ServiceKey { typealias Value = Int }
+private enum Parallel7: ServiceKey { typealias Value = Int }
+private enum Joined: ServiceKey { typealias Value = Int }
+
+@Suite("Build order and concurrency")
+struct BuildOrderTests {
+    @Test func createsEverySingletonOnceAfterAllOfItsDependencies() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self, dependsOn: ServiceB.self, ServiceC.self) { _, _ in HookedService("A", log: log) }
+        builder.provide(ServiceB.self, dependsOn: ServiceD.self) { _ in HookedService("B", log: log) }
+        builder.provide(ServiceC.self, dependsOn: ServiceD.self) { _ in HookedService("C", log: log) }
+        builder.provide(ServiceD.self) { HookedService("D", log: log) }
+        let graph = try await builder.build()
+        for name in ["A", "B", "C", "D"] {
+            #expect(log.count(of: "init \(name)") == 1)
+        }
+        let position = { (entry: String) in try #require(log.index(of: entry)) }
+        #expect(try position("init D") < position("init B"))
+        #expect(try position("init D") < position("init C"))
+        #expect(try position("init B") < position("init A"))
+        #expect(try position("init C") < position("init A"))
+        #expect(graph.initializationOrder.last == "ServiceA")
+        #expect(graph.initializationOrder.first == "ServiceD")
+        #expect(graph[ServiceB.self] === graph[ServiceB.self])
+    }
+
+    @Test func dependentsReceiveTheSameSingletonInstance() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceD.self) { HookedService("D", log: log) }
+        builder.provide(ServiceB.self, dependsOn: ServiceD.self) { d in HookedService("B<\(ObjectIdentifier(d))>", log: log) }
+        let graph = try await builder.build()
+        #expect(graph[ServiceB.self].name == "B<\(ObjectIdentifier(graph[ServiceD.self]))>")
+    }
+
+    @Test func independentAsyncFactoriesRunConcurrently() async throws {
+        // Each factory waits until all eight have started. A sequential build would never get past the
+        // first one; the deadline turns that hang into a failure.
+        let barrier = Barrier(count: 8)
+        let running = Atomic<Int>(0)
+        let peak = Atomic<Int>(0)
+        @Sendable func work(_ value: Int) async -> Int {
+            let now = running.add(1, ordering: .relaxed).newValue
+            peak.max(now, ordering: .relaxed)
+            await barrier.arriveAndWait()
+            running.subtract(1, ordering: .relaxed)
+            return value
+        }
+        var builder = ServiceGraph.Builder()
+        builder.provide(Parallel0.self) { await work(0) }
+        builder.provide(Parallel1.self) { await work(1) }
+        builder.provide(Parallel2.self) { await work(2) }
+        builder.provide(Parallel3.self) { await work(3) }
+        builder.provide(Parallel4.self) { await work(4) }
+        builder.provide(Parallel5.self) { await work(5) }
+        builder.provide(Parallel6.self) { await work(6) }
+        builder.provide(Parallel7.self) { await work(7) }
+        builder.provide(
+            Joined.self,
+            dependsOn: Parallel0.self,
+            Parallel1.self,
+            Parallel2.self,
+            Parallel3.self,
+            Parallel4.self,
+            Parallel5.self,
+            Parallel6.self,
+            Parallel7.self
+        ) { a, b, c, d, e, f, g, h in a + b + c + d + e + f + g + h }
+        let graph = try await withDeadline { [builder] in try await builder.build() }
+        #expect(peak.load(ordering: .relaxed) == 8)
+        #expect(graph[Joined.self] == 28)
+        #expect(graph.initializationOrder.last == "Joined")
+    }
+
+    @Test func eightSleepingFactoriesTakeAboutOneSleepNotEight() async throws {
+        // A loose bound, to show the shape (critical path, not the sum); the benchmarks measure it.
+        let sleep = Duration.milliseconds(200)
+        var builder = ServiceGraph.Builder()
+        builder.provide(Parallel0.self) { try await Task.sleep(for: sleep); return 0 }
+        builder.provide(Parallel1.self) { try await Task.sleep(for: sleep); return 1 }
+        builder.provide(Parallel2.self) { try await Task.sleep(for: sleep); return 2 }
+        builder.provide(Parallel3.self) { try await Task.sleep(for: sleep); return 3 }
+        builder.provide(Parallel4.self) { try await Task.sleep(for: sleep); return 4 }
+        builder.provide(Parallel5.self) { try await Task.sleep(for: sleep); return 5 }
+        builder.provide(Parallel6.self) { try await Task.sleep(for: sleep); return 6 }
+        builder.provide(Parallel7.self) { try await Task.sleep(for: sleep); return 7 }
+        let elapsed = try await ContinuousClock().measure { _ = try await builder.build() }
+        #expect(elapsed < sleep * 4, "took \(elapsed); sequential would be \(sleep * 8)")
+    }
+
+    @Test func transientAndScopedServicesAreNotCreatedAtBuild() async throws {
+        let calls = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.provide(IntKey.self, lifetime: .transient) { calls.increment() }
+        builder.provide(OtherIntKey.self, lifetime: .scoped) { calls.increment() }
+        builder.provide(StringKey.self) { "singleton" }
+        let graph = try await builder.build()
+        #expect(calls.count == 0)
+        #expect(graph.initializationOrder == ["StringKey"])
+    }
+}

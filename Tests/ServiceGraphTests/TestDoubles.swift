@@ -1,0 +1,130 @@
+import ServiceGraph
+import Synchronization
+import Testing
+
+/// A thread-safe, ordered log of events, shared by the doubles of one test.
+final class EventLog: Sendable {
+    private let entries = Mutex<[String]>([])
+
+    func record(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
+
+    func index(of entry: String) -> Int? { all.firstIndex(of: entry) }
+    func count(of entry: String) -> Int { all.filter { $0 == entry }.count }
+}
+
+/// A service that logs its hooks and can be told to fail in either.
+final class HookedService: LifecycleHooks, Sendable {
+    let name: String
+    let log: EventLog
+    let failDidAdd: Bool
+    let failWillRemove: Bool
+
+    init(_ name: String, log: EventLog, failDidAdd: Bool = false, failWillRemove: Bool = false) {
+        self.name = name
+        self.log = log
+        self.failDidAdd = failDidAdd
+        self.failWillRemove = failWillRemove
+        log.record("init \(name)")
+    }
+
+    func didAdd() async throws {
+        log.record("didAdd \(name)")
+        if failDidAdd { throw TestFailure("didAdd of \(name) failed on purpose") }
+    }
+
+    func willRemove() async throws {
+        log.record("willRemove \(name)")
+        if failWillRemove { throw TestFailure("willRemove of \(name) failed on purpose") }
+    }
+}
+
+/// An error a double throws on purpose.
+struct TestFailure: Error, Equatable, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// Holds weak references to instances, to prove the graph let them go.
+final class WeakRegistry: Sendable {
+    private final class WeakBox: @unchecked Sendable {
+        weak var object: AnyObject?
+        init(_ object: AnyObject) { self.object = object }
+    }
+
+    private let boxes = Mutex<[WeakBox]>([])
+
+    func track<T: AnyObject>(_ object: T) -> T {
+        boxes.withLock { $0.append(WeakBox(object)) }
+        return object
+    }
+
+    var tracked: Int { boxes.withLock { $0.count } }
+    var alive: Int { boxes.withLock { $0.filter { $0.object != nil }.count } }
+}
+
+/// Counts how many times something happened, from any task.
+final class Tally: Sendable {
+    private let value = Atomic<Int>(0)
+
+    @discardableResult
+    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
+    var count: Int { value.load(ordering: .relaxed) }
+}
+
+/// Lets `count` tasks wait until all of them have arrived; proves work runs concurrently.
+actor Barrier {
+    private let count: Int
+    private var arrived = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) {
+        self.count = count
+    }
+
+    func arriveAndWait() async {
+        arrived += 1
+        if arrived == count {
+            for waiter in waiters { waiter.resume() }
+            waiters.removeAll()
+        } else {
+            await withCheckedContinuation { waiters.append($0) }
+        }
+    }
+}
+
+/// Runs `operation`, failing the test if it takes longer than `limit` (a guard against a hang, not a
+/// timing assertion).
+func withDeadline<T: Sendable>(
+    _ limit: Duration = .seconds(20),
+    _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        guard let first = try await group.next(), let value = first else {
+            group.cancelAll()
+            throw TestFailure("operation did not finish within \(limit)")
+        }
+        group.cancelAll()
+        return value
+    }
+}
+
+// Keys shared by several test files.
+enum IntKey: ServiceKey { typealias Value = Int }
+enum OtherIntKey: ServiceKey { typealias Value = Int }
+enum StringKey: ServiceKey { typealias Value = String }
+enum DoubleKey: ServiceKey { typealias Value = Double }
+
+enum ServiceA: ServiceKey { typealias Value = HookedService }
+enum ServiceB: ServiceKey { typealias Value = HookedService }
+enum ServiceC: ServiceKey { typealias Value = HookedService }
+enum ServiceD: ServiceKey { typealias Value = HookedService }
+enum ServiceE: ServiceKey { typealias Value = HookedService }
