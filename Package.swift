@@ -16,6 +16,11 @@ let package = Package(
             dependencies: ["ServiceGraph"],
             path: "Examples/CompositionRoot"
         ),
+        .executableTarget(
+            name: "QuickStart",
+            dependencies: ["ServiceGraph"],
+            path: "Examples/QuickStart"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

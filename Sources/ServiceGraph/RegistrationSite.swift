@@ -10,7 +10,6 @@ public struct RegistrationSite: Sendable, Hashable, CustomStringConvertible {
         self.line = line
     }
 
-
     public var description: String { "\(fileID):\(line)" }
 }
 

@@ -20,7 +20,7 @@
 /// With one dependency, `dependencies` is that value; with none, it is `()`.
 public protocol Service: ServiceKey where Value == Self {
     /// The keys this service needs, in the order its initializer receives their values.
-    associatedtype Dependencies: DependencyList = Needs< >
+    associatedtype Dependencies: DependencyList = Needs<>
 
     /// Creates the service from the values of its ``Dependencies``.
     init(dependencies: Dependencies.Values) throws

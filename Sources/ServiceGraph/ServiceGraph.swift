@@ -39,7 +39,9 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1): a table lookup and an array read, no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
         guard let slot = core.slot(of: key) else {
-            preconditionFailure(ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID)).description)
+            preconditionFailure(
+                ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID)).description
+            )
         }
         guard core.nodes[slot].lifetime == .singleton else {
             preconditionFailure(

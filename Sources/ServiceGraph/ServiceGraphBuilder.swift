@@ -124,7 +124,14 @@ extension ServiceGraph.Builder {
                 try factory(repeat try await arguments.nextAwaiting((each Dependency).self))
             }
         )
-        append(key, lifetime: lifetime, dependsOn: repeat each dependencies, site: site, isOverride: isOverride, factory: erased)
+        append(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            site: site,
+            isOverride: isOverride,
+            factory: erased
+        )
     }
 
     /// Wraps an asynchronous factory in the graph's thunk and records it.
@@ -142,7 +149,14 @@ extension ServiceGraph.Builder {
                 try await factory(repeat try await arguments.nextAwaiting((each Dependency).self))
             }
         )
-        append(key, lifetime: lifetime, dependsOn: repeat each dependencies, site: site, isOverride: isOverride, factory: erased)
+        append(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            site: site,
+            isOverride: isOverride,
+            factory: erased
+        )
     }
 
     private mutating func append<Key: ServiceKey, each Dependency: ServiceKey>(

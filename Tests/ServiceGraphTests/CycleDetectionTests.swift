@@ -77,7 +77,11 @@ struct CycleDetectionTests {
     @Test func aLongCycleIsReportedWithEveryStep() throws {
         var builder = ServiceGraph.Builder()
         for index in 0..<50 {
-            GeneratedKeys.provide(GeneratedKeys.key(index), dependsOn: [GeneratedKeys.key((index + 1) % 50)], into: &builder)
+            GeneratedKeys.provide(
+                GeneratedKeys.key(index),
+                dependsOn: [GeneratedKeys.key((index + 1) % 50)],
+                into: &builder
+            )
         }
         let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
         #expect(error.problems.count == 1)

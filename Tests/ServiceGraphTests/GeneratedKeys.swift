@@ -43,7 +43,8 @@ enum GeneratedKeys {
         func provide1<K: GeneratedKey, D1: GeneratedKey>(_ key: K.Type, _ d1: D1.Type) {
             builder.provide(key, lifetime: lifetime, dependsOn: d1) { $0 + 1 }
         }
-        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type) {
+        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type)
+        {
             builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { $0 + $1 + 1 }
         }
         func provide3<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey, D3: GeneratedKey>(

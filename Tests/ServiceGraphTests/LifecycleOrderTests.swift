@@ -42,7 +42,9 @@ struct LifecycleOrderTests {
         #expect(try position("willRemove C") < position("willRemove B"))
         #expect(try position("willRemove B") < position("willRemove A"))
         #expect(try position("willRemove D") < position("willRemove A"))
-        #expect(removals == graph.initializationOrder.reversed().map { "willRemove " + $0.replacing("Service", with: "") })
+        #expect(
+            removals == graph.initializationOrder.reversed().map { "willRemove " + $0.replacing("Service", with: "") }
+        )
     }
 
     @Test func shutdownIsIdempotentAndRunsEachHookOnce() async throws {

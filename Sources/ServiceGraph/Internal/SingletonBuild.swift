@@ -80,7 +80,8 @@ struct SingletonBuild {
                 .init(
                     .buildCancelled,
                     key: "build",
-                    message: "the build was cancelled; the \(record.started.count) services that had started were released"
+                    message:
+                        "the build was cancelled; the \(record.started.count) services that had started were released"
                 ),
                 at: 0
             )

@@ -1,0 +1,116 @@
+import ServiceGraph
+import Testing
+
+private enum Session: ServiceKey { typealias Value = HookedService }
+private enum Cart: ServiceKey { typealias Value = HookedService }
+private enum Checkout: ServiceKey { typealias Value = String }
+
+@Suite("Scopes")
+struct ScopeTests {
+    private func builder(_ log: EventLog, creations: Tally = Tally()) -> ServiceGraph.Builder {
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(Session.self, lifetime: .scoped, dependsOn: ServiceA.self) { _ in
+            HookedService("Session#\(creations.increment())", log: log)
+        }
+        builder.provide(Cart.self, lifetime: .scoped, dependsOn: Session.self) { session in
+            try await Task.sleep(for: .milliseconds(2))
+            return HookedService("Cart(\(session.name))", log: log)
+        }
+        builder.provide(Checkout.self, lifetime: .transient, dependsOn: Cart.self, ServiceA.self) { cart, a in
+            "\(cart.name)+\(a.name)"
+        }
+        return builder
+    }
+
+    @Test func aScopedInstanceIsCreatedOncePerScopeEvenWhenManyTasksAskAtOnce() async throws {
+        let log = EventLog()
+        let creations = Tally()
+        let graph = try await builder(log, creations: creations).build()
+        let scope = try graph.makeScope()
+        let identities = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { group in
+            for _ in 0..<100 {
+                group.addTask { ObjectIdentifier(try await scope.resolve(Cart.self)) }
+            }
+            return try await group.reduce(into: Set<ObjectIdentifier>()) { $0.insert($1) }
+        }
+        #expect(identities.count == 1)
+        #expect(creations.count == 1)
+        #expect(log.count(of: "didAdd Cart(Session#1)") == 1)
+        try await scope.close()
+    }
+
+    @Test func eachScopeHasItsOwnInstancesAndSharesSingletons() async throws {
+        let log = EventLog()
+        let graph = try await builder(log).build()
+        let first = try graph.makeScope()
+        let second = try graph.makeScope()
+        let one = try await first.resolve(Session.self)
+        let two = try await second.resolve(Session.self)
+        #expect(one !== two)
+        #expect(try await first.resolve(Session.self) === one)
+        #expect(first[ServiceA.self] === second[ServiceA.self])
+        #expect(try await first.resolve(Checkout.self) == "Cart(\(one.name))+A")
+        try await first.close()
+        try await second.close()
+    }
+
+    @Test func closingReleasesScopedInstancesTogetherInReverseOrder() async throws {
+        let log = EventLog()
+        let graph = try await builder(log).build()
+        let scope = try graph.makeScope()
+        _ = try await scope.resolve(Checkout.self)
+        try await scope.close()
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(removals == ["willRemove Cart(Session#1)", "willRemove Session#1"])
+        #expect(scope.isClosed)
+    }
+
+    @Test func aClosedScopeRefusesNewWorkAndASecondClose() async throws {
+        let graph = try await builder(EventLog()).build()
+        let scope = try graph.makeScope()
+        try await scope.close()
+        let resolveError = await #expect(throws: ServiceGraphError.self) { try await scope.resolve(Session.self) }
+        #expect(resolveError?.code == .scopeClosed)
+        #expect(resolveError?.description.contains("already closed") == true)
+        let closeError = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
+        #expect(closeError?.code == .scopeClosed)
+    }
+
+    @Test func shutdownClosesOpenScopesBeforeReleasingSingletons() async throws {
+        let log = EventLog()
+        let graph = try await builder(log).build()
+        let scope = try graph.makeScope()
+        _ = try await scope.resolve(Cart.self)
+        try await graph.shutdown()
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(removals == ["willRemove Cart(Session#1)", "willRemove Session#1", "willRemove A"])
+        #expect(scope.isClosed)
+    }
+
+    @Test func aFailedScopedCreationIsReportedAndRetried() async throws {
+        let attempts = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.provide(IntKey.self, lifetime: .scoped) {
+            if attempts.increment() == 1 { throw TestFailure("first attempt fails") }
+            return 7
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        let error = await #expect(throws: ServiceGraphError.self) { try await scope.resolve(IntKey.self) }
+        #expect(error?.code == .factoryFailed)
+        #expect(error?.problems.first?.key == "IntKey")
+        #expect(try await scope.resolve(IntKey.self) == 7)
+        try await scope.close()
+    }
+
+    @Test func scopesResolveSynchronousTransientsWithoutAwait() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(IntKey.self) { 2 }
+        builder.provide(OtherIntKey.self, lifetime: .transient, dependsOn: IntKey.self) { $0 * 3 }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        #expect(try scope.resolveSynchronously(OtherIntKey.self) == 6)
+        try await scope.close()
+    }
+}
