@@ -166,16 +166,21 @@ public final class ServiceScope: Sendable {
         for task in pending {
             _ = try? await task.value
         }
-        let created = state.withLock { state in
+        var (created, instances) = state.withLock { state in
             defer {
                 state.created = []
                 state.instances = [:]
             }
-            return state.created
+            return (state.created, state.instances)
         }
         graph?.scopeDidClose(self)
         let started = created.compactMap { entry in entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) } }
-        return await Lifecycle.release(started, of: core)
+        let problems = await Lifecycle.release(started, of: core)
+        // Drop the scope's references most recent first, as the hooks ran.
+        while let entry = created.popLast() {
+            instances.removeValue(forKey: entry.slot)
+        }
+        return problems
     }
 
     /// Whether ``close()`` has been called (or the graph has shut down).
