@@ -50,8 +50,10 @@ public protocol DependencyList {
 public struct Needs<each Key: ServiceKey>: DependencyList {
     public typealias Values = (repeat (each Key).Value)
 
-    private init() {}
+    @usableFromInline
+    init() {}
 
+    @inlinable
     public static func _register<Provided: ServiceKey>(
         _ key: Provided.Type,
         lifetime: Lifetime,

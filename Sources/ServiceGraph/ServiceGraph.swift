@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// A built, validated service graph: its singletons created in dependency order, ready to read.
 ///
@@ -15,6 +15,7 @@ import Synchronization
 /// After ``shutdown()``, `resolve` throws; the subscript still returns the (released) singletons,
 /// which the graph keeps until it is itself deallocated, then drops in reverse creation order.
 public final class ServiceGraph: Sendable {
+    @usableFromInline
     let core: GraphCore
     let record: BuildRecord
     private let state = Mutex(State())
@@ -37,55 +38,47 @@ public final class ServiceGraph: Sendable {
     /// would throw. Use `resolve` when the key may be absent.
     ///
     /// - Complexity: O(1): a table lookup and an array read, no lock.
+    @inlinable
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        guard let slot = core.slot(of: key) else {
-            preconditionFailure(
-                ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID)).description
-            )
+        guard let slot = core.slot(of: key), let box = core.singletons.box(at: slot) else {
+            core.trapNotSingleton(key)
         }
-        guard core.nodes[slot].lifetime == .singleton else {
-            preconditionFailure(
-                "ServiceGraph: \(Key.serviceName) is \(core.nodes[slot].lifetime), not a singleton; use `resolve`"
-            )
-        }
-        return core.singletons.value(at: slot, as: Key.Value.self)
+        return unsafeDowncast(box, to: Box<Key.Value>.self).value
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient service whose factory chain is
     /// synchronous.
     ///
     /// - Throws: ``ServiceGraphError`` with ``ServiceGraphError/Code/keyNotFound`` (naming the closest
-    ///   keys), ``ServiceGraphError/Code/requiresAwait`` for asynchronous or scoped chains,
+    ///   keys), ``ServiceGraphError/Code/requiresAwait`` for asynchronous chains,
+    ///   ``ServiceGraphError/Code/wrongLifetime`` for scoped ones,
     ///   ``ServiceGraphError/Code/factoryFailed`` with the path to the failing factory, or
     ///   ``ServiceGraphError/Code/graphShutDown``.
     /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
+    @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
-        let node = core.nodes[slot]
-        guard node.resolvesNow else {
-            throw ServiceGraphError(node.needsScope ? core.scopeRequired(slot) : core.requiresAwait(slot))
-        }
+        guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
         return try core.valueNow(at: slot, as: key, in: nil)
     }
 
     /// Resolves `key`, of any lifetime but scoped, awaiting asynchronous factories.
     ///
     /// Scoped services, and transients that depend on them, are resolved from a ``ServiceScope``.
+    /// Runs on the caller's executor: resolving from an actor does not hop off it.
     ///
     /// - Throws: ``ServiceGraphError`` naming the key and, for a failing factory, its path.
     /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
-    public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+    @inlinable
+    nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
         return try await core.value(at: slot, as: key, in: nil)
     }
 
-    private func resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
-        guard let slot = core.slot(of: key) else {
-            throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
-        }
-        guard !core.isShutDown.load(ordering: .acquiring) else {
-            throw ServiceGraphError(core.shutDownProblem(Key.serviceName))
-        }
+    @inlinable
+    func resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
+        guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
+        guard !core.isShutDown.load(ordering: .relaxed) else { throw core.shutDownError(key) }
         return slot
     }
 

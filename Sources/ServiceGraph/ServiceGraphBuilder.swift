@@ -34,6 +34,7 @@ extension ServiceGraph.Builder {
     ///   - lifetime: How long an instance lives; ``Lifetime/singleton`` by default.
     ///   - dependencies: The keys whose values the factory receives.
     ///   - factory: Makes the service from its dependencies' values.
+    @inlinable
     public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -46,7 +47,8 @@ extension ServiceGraph.Builder {
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             isOverride: false,
             factory: factory
         )
@@ -60,6 +62,7 @@ extension ServiceGraph.Builder {
     ///   - lifetime: How long an instance lives; ``Lifetime/singleton`` by default.
     ///   - dependencies: The keys whose values the factory receives.
     ///   - factory: Makes the service from its dependencies' values.
+    @inlinable
     public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -72,7 +75,8 @@ extension ServiceGraph.Builder {
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             isOverride: false,
             factory: factory
         )
@@ -108,11 +112,13 @@ extension ServiceGraph.Builder {
 
 extension ServiceGraph.Builder {
     /// Wraps a synchronous factory in the graph's thunks and records it.
+    @inlinable
     mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime,
         dependsOn dependencies: repeat (each Dependency).Type,
-        site: SiteLiteral,
+        fileID: StaticString,
+        line: UInt,
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
@@ -128,18 +134,21 @@ extension ServiceGraph.Builder {
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
-            site: site,
+            fileID: fileID,
+            line: line,
             isOverride: isOverride,
             factory: erased
         )
     }
 
     /// Wraps an asynchronous factory in the graph's thunk and records it.
+    @inlinable
     mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime,
         dependsOn dependencies: repeat (each Dependency).Type,
-        site: SiteLiteral,
+        fileID: StaticString,
+        line: UInt,
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
@@ -153,17 +162,20 @@ extension ServiceGraph.Builder {
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
-            site: site,
+            fileID: fileID,
+            line: line,
             isOverride: isOverride,
             factory: erased
         )
     }
 
-    private mutating func append<Key: ServiceKey, each Dependency: ServiceKey>(
+    @usableFromInline
+    mutating func append<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime,
         dependsOn dependencies: repeat (each Dependency).Type,
-        site: SiteLiteral,
+        fileID: StaticString,
+        line: UInt,
         isOverride: Bool,
         factory: AnyFactory
     ) {
@@ -176,7 +188,7 @@ extension ServiceGraph.Builder {
                 key: key,
                 lifetime: lifetime,
                 dependencies: keys,
-                site: site,
+                site: SiteLiteral(fileID: fileID, line: line),
                 factory: factory,
                 isOverride: isOverride
             )

@@ -20,6 +20,7 @@ public struct ServiceGraphError: Error, Sendable, CustomStringConvertible {
         self.problems = problems
     }
 
+    @usableFromInline
     init(_ problem: Problem) {
         self.problems = [problem]
     }

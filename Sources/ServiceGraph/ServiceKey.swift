@@ -23,6 +23,7 @@ extension ServiceKey {
 
 extension ServiceKey {
     /// A stable identity for the key type, used to index the graph.
+    @inlinable
     static var keyID: ObjectIdentifier { ObjectIdentifier(Self.self) }
 
     /// A stable identity for the key's value type, used for "did you mean" suggestions.

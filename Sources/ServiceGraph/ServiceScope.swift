@@ -13,6 +13,7 @@ import Synchronization
 /// try await request.close()
 /// ```
 public final class ServiceScope: Sendable {
+    @usableFromInline
     let core: GraphCore
     let id: Int
     private weak let graph: ServiceGraph?
@@ -60,7 +61,8 @@ public final class ServiceScope: Sendable {
     ///   ``ServiceGraphError/Code/keyNotFound``, or the failing factory or `didAdd` with its path.
     /// - Complexity: O(1) for an existing scoped instance (one short lock); one factory call per new
     ///   instance in the chain.
-    public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+    @inlinable
+    nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try openSlot(of: key)
         return try await core.value(at: slot, as: key, in: self)
     }
@@ -69,13 +71,15 @@ public final class ServiceScope: Sendable {
     /// needs no scoped instance.
     ///
     /// - Throws: ``ServiceGraphError``, as ``ServiceGraph/resolveSynchronously(_:)``.
+    @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try openSlot(of: key)
-        guard core.nodes[slot].resolvesNow else { throw ServiceGraphError(core.requiresAwait(slot)) }
+        guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
         return try core.valueNow(at: slot, as: key, in: self)
     }
 
-    private func openSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
+    @usableFromInline
+    func openSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
         guard let slot = core.slot(of: key) else {
             throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
         }
@@ -86,7 +90,8 @@ public final class ServiceScope: Sendable {
     }
 
     /// The scope's instance at `slot`, created once.
-    func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
+    @usableFromInline
+    nonisolated(nonsending) func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
         let step = state.withLock { state -> LookupStep in
             if state.isClosed { return .closed }
             switch state.instances[slot] {
@@ -112,7 +117,7 @@ public final class ServiceScope: Sendable {
     /// resolve can try again.
     private func create(_ slot: Int) async throws -> AnyBox {
         let node = core.nodes[slot]
-        var arguments = Arguments(core: core, scope: self, slots: node.dependencies)
+        var arguments = Arguments(core: core, scope: self, slot: slot)
         let box: AnyBox
         do {
             box = try await node.factory.makeBox(&arguments)

@@ -3,7 +3,11 @@
 /// The graph stores instances as boxes so that a typed read is a single unchecked downcast
 /// (`unsafeDowncast(box, to: Box<Key.Value>.self)`) rather than a dynamic cast from `any Sendable`.
 /// The builder guarantees by construction that the box in a key's slot holds that key's `Value`.
+@usableFromInline
 class AnyBox: @unchecked Sendable {
+    @usableFromInline
+    init() {}
+
     /// The instance's lifecycle hooks, if its dynamic type adopts ``LifecycleHooks``.
     var hooks: (any LifecycleHooks)? { nil }
 
@@ -12,9 +16,12 @@ class AnyBox: @unchecked Sendable {
 }
 
 /// The box for a `Value`. Immutable, so sharing it across tasks is safe.
+@usableFromInline
 final class Box<Value: Sendable>: AnyBox, @unchecked Sendable {
+    @usableFromInline
     let value: Value
 
+    @inlinable
     init(_ value: Value) {
         self.value = value
     }

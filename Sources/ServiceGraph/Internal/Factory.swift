@@ -1,8 +1,14 @@
 /// A provider's factory with its typed parameters erased, so providers of every shape share one list.
 ///
-/// Each `provide` call wraps the user's closure in two thunks that pull the declared dependencies out
-/// of ``Arguments`` in declaration order. The synchronous thunk exists only for synchronous factories.
+/// Each `provide` call wraps the user's closure in thunks that pull the declared dependencies out of
+/// ``Arguments`` in declaration order. `provide` is inlinable so the thunks are compiled, specialized,
+/// in the module that declares the keys: resolving then runs no generic code. The synchronous thunk
+/// exists only for synchronous factories.
+@usableFromInline
 class AnyFactory: @unchecked Sendable {
+    @usableFromInline
+    init() {}
+
     /// Whether the factory itself can run without `await`.
     var isSynchronous: Bool { false }
 
@@ -18,13 +24,19 @@ class AnyFactory: @unchecked Sendable {
 }
 
 /// The factory of a provider whose key's value is `Value`. Immutable once made.
+@usableFromInline
 final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
+    @usableFromInline
     typealias SyncThunk = @Sendable (inout Arguments) throws -> Value
+    @usableFromInline
     typealias AsyncThunk = @Sendable (inout Arguments) async throws -> Value
 
+    @usableFromInline
     let makeNow: SyncThunk?
+    @usableFromInline
     let make: AsyncThunk
 
+    @inlinable
     init(makeNow: SyncThunk?, make: @escaping AsyncThunk) {
         self.makeNow = makeNow
         self.make = make

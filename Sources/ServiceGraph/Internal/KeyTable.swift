@@ -3,11 +3,15 @@
 /// Key lookups are on the resolve path, so this avoids `Dictionary`'s seeded hashing: a key's
 /// identity is a metadata pointer, and a multiplicative hash of it spreads well enough. The table is
 /// at most half full, so probes are short.
+@usableFromInline
 struct KeyTable: Sendable {
     /// Identities as raw bits; 0 marks an empty bucket (no metadata lives at address 0).
-    private var identities: [UInt]
-    private var slots: [Int]
-    private let shift: UInt
+    @usableFromInline
+    var identities: [UInt]
+    @usableFromInline
+    var slots: [Int]
+    @usableFromInline
+    let shift: UInt
 
     /// Creates a table with room for `count` keys.
     init(capacity count: Int) {
@@ -18,13 +22,15 @@ struct KeyTable: Sendable {
         shift = UInt(UInt.bitWidth - buckets.trailingZeroBitCount)
     }
 
-    private func bucket(for bits: UInt) -> Int {
+    @inlinable
+    func bucket(for bits: UInt) -> Int {
         Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
     /// The slot of `identity`, or nil when the key is not in the table.
     ///
     /// - Complexity: O(1) on average.
+    @inlinable
     func slot(for identity: ObjectIdentifier) -> Int? {
         let bits = UInt(bitPattern: identity)
         let mask = identities.count - 1

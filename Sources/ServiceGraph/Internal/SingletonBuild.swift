@@ -106,7 +106,7 @@ struct SingletonBuild {
                 continue
             }
             let start = clock.now
-            var arguments = Arguments(core: core, scope: nil, slots: node.dependencies)
+            var arguments = Arguments(core: core, scope: nil, slot: slot)
             do {
                 let box = try node.factory.makeBoxNow(&arguments)
                 let elapsed = start.duration(to: clock.now)
@@ -127,7 +127,7 @@ struct SingletonBuild {
         let node = core.nodes[slot]
         let clock = ContinuousClock()
         let start = clock.now
-        var arguments = Arguments(core: core, scope: nil, slots: node.dependencies)
+        var arguments = Arguments(core: core, scope: nil, slot: slot)
         let box: AnyBox
         do {
             box = try await node.factory.makeBox(&arguments)

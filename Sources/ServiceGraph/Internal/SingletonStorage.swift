@@ -3,8 +3,10 @@
 /// Safety: each slot is written at most once, by the build coordinator, before any reader of that slot
 /// exists (its dependents are started after the write, and the graph is returned after the build).
 /// After the build the storage is never written again, so concurrent reads need no synchronization.
+@usableFromInline
 final class SingletonStorage: @unchecked Sendable {
-    private let buffer: UnsafeMutableBufferPointer<AnyBox?>
+    @usableFromInline
+    let buffer: UnsafeMutableBufferPointer<AnyBox?>
     /// The order in which the instances were created; they are released in reverse.
     private var creationOrder: [Int] = []
 
@@ -15,9 +17,7 @@ final class SingletonStorage: @unchecked Sendable {
     }
 
     deinit {
-        for slot in creationOrder.reversed() {
-            buffer[slot] = nil
-        }
+        removeAll()
         buffer.deinitialize()
         buffer.deallocate()
     }
@@ -29,15 +29,11 @@ final class SingletonStorage: @unchecked Sendable {
     }
 
     /// The box at `slot`, or nil when it holds no singleton.
-    func box(at slot: Int) -> AnyBox? {
-        buffer[slot]
-    }
-
-    /// The singleton at `slot`, which must hold a `Value` (guaranteed by construction).
     ///
     /// - Complexity: O(1), no lock, no allocation.
-    func value<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value {
-        unsafeDowncast(buffer[slot].unsafelyUnwrapped, to: Box<Value>.self).value
+    @inlinable
+    func box(at slot: Int) -> AnyBox? {
+        buffer[slot]
     }
 
     /// Drops every instance, most recently created first.

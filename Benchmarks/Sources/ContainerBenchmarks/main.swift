@@ -1,0 +1,157 @@
+import Dispatch
+import ServiceGraph
+import Swinject
+
+// Runs every scenario for every contender in one process and prints a table of medians with the
+// ratio to hand-wired and to each peer. `--quick` is a smoke run (CI); `--csv PATH` also writes the
+// build-time series for the plot.
+
+let arguments = CommandLine.arguments
+let effort = arguments.contains("--quick") ? Effort.quick : Effort.full
+let csvPath = arguments.firstIndex(of: "--csv").map { arguments[$0 + 1] }
+var results: [Result] = []
+
+@MainActor
+func record(_ scenario: String, _ contender: String, _ median: Double, unit: String = "ns/op", note: String = "") {
+    results.append(Result(scenario: scenario, contender: contender, median: median, unit: unit, note: note))
+    print("  \(scenario) · \(contender): \(format(median))\(note.isEmpty ? "" : " (\(note))")")
+}
+
+let handWired = HandWired()
+let locator = NaiveLocator.make()
+let swinject = SwinjectContender.make()
+let swinjectSynchronized = swinject.synchronize()
+let reader = DependenciesReader()
+let graph = try await ServiceGraphContender.builder().build()
+
+print("Scenario: singleton read")
+record("singleton read", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.logger) } })
+record("singleton read", "naive locator", measure(effort) { n in for _ in 0..<n { blackHole(locator.resolve((any Logging).self)) } })
+record("singleton read", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve((any Logging).self)!) } })
+record("singleton read", "Swinject (synchronized)", measure(effort) { n in
+    for _ in 0..<n { blackHole(swinjectSynchronized.resolve((any Logging).self)!) }
+})
+record("singleton read", "swift-dependencies", measure(effort) { n in for _ in 0..<n { blackHole(reader.logger) } })
+record("singleton read", "ServiceGraph", measure(effort) { n in for _ in 0..<n { blackHole(graph[LoggerKey.self]) } })
+
+print("Scenario: transient with three singleton dependencies")
+record("transient, 3 deps", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.handler()) } })
+record("transient, 3 deps", "naive locator", measure(effort) { n in for _ in 0..<n { blackHole(locator.resolve(Handler.self)) } })
+record("transient, 3 deps", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve(Handler.self)!) } })
+record("transient, 3 deps", "Swinject (synchronized)", measure(effort) { n in
+    for _ in 0..<n { blackHole(swinjectSynchronized.resolve(Handler.self)!) }
+})
+record("transient, 3 deps", "swift-dependencies", measure(effort) { n in for _ in 0..<n { blackHole(reader.handler()) } })
+record("transient, 3 deps", "ServiceGraph", try measure(effort) { n in
+    for _ in 0..<n { blackHole(try graph.resolveSynchronously(HandlerKey.self)) }
+})
+
+print("Scenario: top of a chain of ten transients")
+record("chain of 10", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.chain()) } })
+record("chain of 10", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve(Link.self, name: "link9")!) } })
+record("chain of 10", "Swinject (synchronized)", measure(effort) { n in
+    for _ in 0..<n { blackHole(swinjectSynchronized.resolve(Link.self, name: "link9")!) }
+})
+record("chain of 10", "ServiceGraph", try measure(effort) { n in
+    for _ in 0..<n { blackHole(try graph.resolveSynchronously(Link9.self)) }
+})
+
+print("Scenario: a scoped service inside a scope")
+let handScope = HandWired.RequestScope(root: handWired)
+record("scoped in scope", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handScope.session) } })
+let swinjectRequest = SwinjectContender.requestScope(of: swinject)
+record("scoped in scope", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinjectRequest.resolve(Session.self)!) } })
+DependenciesReader.withRequest {
+    record("scoped in scope", "swift-dependencies", measure(effort) { n in for _ in 0..<n { blackHole(reader.session) } })
+}
+let scope = try graph.makeScope()
+record("scoped in scope", "ServiceGraph", try await measureAsync(effort) { @Sendable n in
+    for _ in 0..<n { blackHole(try await scope.resolve(SessionKey.self)) }
+})
+try await scope.close()
+
+print("Scenario: two threads reading singletons at once")
+/// Wall time per read when two threads each do `n` reads at the same moment.
+func twoThreads(_ read: @escaping @Sendable (Int) -> Void) -> Double {
+    measure(effort) { n in DispatchQueue.concurrentPerform(iterations: 2) { _ in read(n) } }
+}
+let sharedSwinject = UncheckedSendable(value: swinjectSynchronized)
+record("two threads", "hand-wired", twoThreads { n in for _ in 0..<n { blackHole(handWired.logger) } })
+record("two threads", "naive locator", twoThreads { n in for _ in 0..<n { blackHole(locator.resolve((any Logging).self)) } })
+record("two threads", "Swinject (synchronized)", twoThreads { n in
+    for _ in 0..<n { blackHole(sharedSwinject.value.resolve((any Logging).self)!) }
+})
+record("two threads", "swift-dependencies", twoThreads { n in for _ in 0..<n { blackHole(reader.logger) } })
+record("two threads", "ServiceGraph", twoThreads { n in for _ in 0..<n { blackHole(graph[LoggerKey.self]) } })
+
+print("Scenario: validate + build generated graphs")
+var buildSeries: [(size: Int, handWired: Double, serviceGraph: Double)] = []
+let allKeys = GeneratedGraph.keys(count: effort.graphSizes.max()!)
+for size in effort.graphSizes {
+    let keys = Array(allKeys.prefix(size))
+    let runs = size >= 100_000 ? Effort(samples: min(effort.samples, 5), targetSampleNanoseconds: 0, graphSizes: [])
+        : Effort(samples: effort.samples, targetSampleNanoseconds: effort.targetSampleNanoseconds, graphSizes: [])
+    let hand = measure(runs) { n in for _ in 0..<n { blackHole(HandWired.buildGraph(count: size)) } } / Double(size)
+    record("build \(size)", "hand-wired", hand, unit: "ns/service")
+    if size <= 10_000 {
+        let swinjectBuild = measure(runs) { n in for _ in 0..<n { blackHole(SwinjectContender.buildGraph(count: size)) } }
+        record("build \(size)", "Swinject", swinjectBuild / Double(size), unit: "ns/service", note: "register + resolve all")
+    }
+    let serviceGraph = try await measureAsync(runs) { @Sendable n in
+        for _ in 0..<n {
+            let builder = GeneratedGraph.builder(keys: keys)
+            try builder.validate()
+            blackHole(try await builder.build())
+        }
+    } / Double(size)
+
+    // Retained heap: what a built graph keeps beyond the services themselves (hand-wired's nodes).
+    var note = "peak RSS \(peakResidentBytes() / 1_048_576) MiB"
+    if let before = heapInUse() {
+        let nodes = HandWired.buildGraph(count: size)
+        let handBytes = heapInUse()! - before
+        withExtendedLifetime(nodes) {}
+        let middle = heapInUse()!
+        let built = try await GeneratedGraph.builder(keys: keys).build()
+        let graphBytes = heapInUse()! - middle
+        withExtendedLifetime(built) {}
+        note += ", retains \((graphBytes - handBytes) / size) B/service beyond the services"
+    }
+    record("build \(size)", "ServiceGraph", serviceGraph, unit: "ns/service", note: note)
+    buildSeries.append((size, hand, serviceGraph))
+}
+
+print("Scenario: parallel startup (singletons waiting on async work)")
+let layers = 4
+let width = 8
+let delay = Duration.milliseconds(effort.samples > 3 ? 20 : 5)
+let startupKeys = Array(allKeys.prefix(layers * width))
+let criticalPath = (delay * layers).nanoseconds
+let startupRuns = Effort(samples: min(effort.samples, 9), targetSampleNanoseconds: 0, graphSizes: [])
+let handStartup = try await measureAsync(startupRuns) { n in
+    for _ in 0..<n {
+        // Hand-wired concurrency: each layer's services started together with a task group.
+        for _ in 0..<layers {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<width { group.addTask { try await Task.sleep(for: delay) } }
+                try await group.waitForAll()
+            }
+        }
+    }
+}
+record("startup, critical path \(format(criticalPath))", "hand-wired (task groups)", handStartup, unit: "ns/build",
+    note: "\(String(format: handStartup / criticalPath, digits: 2))x the critical path")
+let startupBuilder = GeneratedGraph.startupBuilder(keys: startupKeys, layers: layers, width: width, delay: delay)
+let graphStartup = try await measureAsync(startupRuns) { n in
+    for _ in 0..<n { blackHole(try await startupBuilder.build()) }
+}
+record("startup, critical path \(format(criticalPath))", "ServiceGraph", graphStartup, unit: "ns/build",
+    note: "\(String(format: graphStartup / criticalPath, digits: 2))x the critical path, sum of factories \(format(criticalPath * Double(width)))")
+
+printTable(results)
+if let csvPath {
+    var csv = "services,hand_wired_ns_per_service,servicegraph_ns_per_service\n"
+    for row in buildSeries { csv += "\(row.size),\(row.handWired),\(row.serviceGraph)\n" }
+    try writeFile(csvPath, csv)
+    print("\nwrote \(csvPath)")
+}
