@@ -40,10 +40,10 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1): a table lookup and an array read, no lock.
     @inlinable
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        guard let slot = core.slot(of: key), let box = core.singletons.box(at: slot) else {
+        guard let slot = core.slot(of: key), let value = core.singleton(at: slot, as: Key.Value.self) else {
             core.trapNotSingleton(key)
         }
-        return unsafeDowncast(box, to: Box<Key.Value>.self).value
+        return value
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient service whose factory chain is

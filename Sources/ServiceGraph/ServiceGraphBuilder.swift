@@ -133,7 +133,7 @@ extension ServiceGraph.Builder {
         append(
             key,
             lifetime: lifetime,
-            dependsOn: repeat each dependencies,
+            dependencies: keyList(repeat each dependencies),
             fileID: fileID,
             line: line,
             isOverride: isOverride,
@@ -161,7 +161,7 @@ extension ServiceGraph.Builder {
         append(
             key,
             lifetime: lifetime,
-            dependsOn: repeat each dependencies,
+            dependencies: keyList(repeat each dependencies),
             fileID: fileID,
             line: line,
             isOverride: isOverride,
@@ -169,25 +169,31 @@ extension ServiceGraph.Builder {
         )
     }
 
+    /// The pack of dependency key types as an array.
     @usableFromInline
-    mutating func append<Key: ServiceKey, each Dependency: ServiceKey>(
+    func keyList<each Dependency: ServiceKey>(_ dependencies: repeat (each Dependency).Type) -> [any ServiceKey.Type] {
+        var keys: [any ServiceKey.Type] = []
+        for dependency in repeat each dependencies {
+            keys.append(dependency)
+        }
+        return keys
+    }
+
+    @usableFromInline
+    mutating func append<Key: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime,
-        dependsOn dependencies: repeat (each Dependency).Type,
+        dependencies: [any ServiceKey.Type],
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
         factory: AnyFactory
     ) {
-        var keys: [any ServiceKey.Type] = []
-        for dependency in repeat each dependencies {
-            keys.append(dependency)
-        }
         registrations.append(
             Registration(
                 key: key,
                 lifetime: lifetime,
-                dependencies: keys,
+                dependencies: dependencies,
                 site: SiteLiteral(fileID: fileID, line: line),
                 factory: factory,
                 isOverride: isOverride

@@ -1,9 +1,11 @@
 import CMallocStats
 
-/// Keeps a value opaque to the optimizer, so it cannot drop or stack-promote what is measured.
+/// Takes ownership of a value, opaque to the optimizer, so it cannot drop or stack-promote what is
+/// measured. Taking it `consuming` means every contender hands over a retained reference, as a
+/// resolve that returns a service does.
 @inline(never)
 @_optimize(none)
-func blackHole<T>(_ value: T) {}
+func blackHole<T>(_ value: consuming T) {}
 
 /// One row of the results: a scenario, a contender, its median, and extra figures.
 struct Result {
@@ -21,7 +23,11 @@ struct Effort {
     let targetSampleNanoseconds: Double
     let graphSizes: [Int]
 
-    static let full = Effort(samples: 25, targetSampleNanoseconds: 20_000_000, graphSizes: [100, 1_000, 10_000, 100_000])
+    static let full = Effort(
+        samples: 25,
+        targetSampleNanoseconds: 20_000_000,
+        graphSizes: [100, 1_000, 10_000, 100_000]
+    )
     static let quick = Effort(samples: 3, targetSampleNanoseconds: 1_000_000, graphSizes: [100, 1_000])
 }
 

@@ -23,7 +23,8 @@ enum ServiceGraphContender {
         builder.provide(LoggerKey.self) { Logger() }
         builder.provide(ClockKey.self) { Clock() }
         builder.provide(StoreKey.self) { Store() }
-        builder.provide(HandlerKey.self, lifetime: .transient, dependsOn: LoggerKey.self, ClockKey.self, StoreKey.self) {
+        builder.provide(HandlerKey.self, lifetime: .transient, dependsOn: LoggerKey.self, ClockKey.self, StoreKey.self)
+        {
             Handler(logger: $0, clock: $1, store: $2)
         }
         builder.provide(SessionKey.self, lifetime: .scoped, dependsOn: LoggerKey.self) { Session(logger: $0) }
@@ -96,7 +97,8 @@ enum GeneratedGraph {
         func two<K: NodeKey, A: NodeKey, B: NodeKey>(_ key: K.Type, _ a: A.Type, _ b: B.Type) {
             builder.provide(key, dependsOn: a, b) { GraphNode([$0, $1]) }
         }
-        func three<K: NodeKey, A: NodeKey, B: NodeKey, C: NodeKey>(_ key: K.Type, _ a: A.Type, _ b: B.Type, _ c: C.Type) {
+        func three<K: NodeKey, A: NodeKey, B: NodeKey, C: NodeKey>(_ key: K.Type, _ a: A.Type, _ b: B.Type, _ c: C.Type)
+        {
             builder.provide(key, dependsOn: a, b, c) { GraphNode([$0, $1, $2]) }
         }
         open(key)
@@ -106,7 +108,12 @@ enum GeneratedGraph {
 extension GeneratedGraph {
     /// `layers` layers of `width` services; each waits `delay` in its factory and depends on two
     /// services of the layer below. The critical path is `layers * delay`.
-    static func startupBuilder(keys: [any NodeKey.Type], layers: Int, width: Int, delay: Duration)
+    static func startupBuilder(
+        keys: [any NodeKey.Type],
+        layers: Int,
+        width: Int,
+        delay: Duration
+    )
         -> ServiceGraph.Builder
     {
         var builder = ServiceGraph.Builder()

@@ -1,4 +1,9 @@
 import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ServiceGraph
 import Swinject
 
@@ -17,6 +22,19 @@ func record(_ scenario: String, _ contender: String, _ median: Double, unit: Str
     print("  \(scenario) · \(contender): \(format(median))\(note.isEmpty ? "" : " (\(note))")")
 }
 
+if let profile = arguments.firstIndex(of: "--profile").map({ arguments[$0 + 1] }) {
+    // A long loop of one operation, for a profiler.
+    let graph = try await ServiceGraphContender.builder().build()
+    for _ in 0..<20_000_000 {
+        switch profile {
+        case "singleton": blackHole(graph[LoggerKey.self])
+        case "transient": blackHole(try graph.resolveSynchronously(HandlerKey.self))
+        default: blackHole(try graph.resolveSynchronously(Link9.self))
+        }
+    }
+    exit(0)
+}
+
 let handWired = HandWired()
 let locator = NaiveLocator.make()
 let swinject = SwinjectContender.make()
@@ -26,48 +44,104 @@ let graph = try await ServiceGraphContender.builder().build()
 
 print("Scenario: singleton read")
 record("singleton read", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.logger) } })
-record("singleton read", "naive locator", measure(effort) { n in for _ in 0..<n { blackHole(locator.resolve((any Logging).self)) } })
-record("singleton read", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve((any Logging).self)!) } })
-record("singleton read", "Swinject (synchronized)", measure(effort) { n in
-    for _ in 0..<n { blackHole(swinjectSynchronized.resolve((any Logging).self)!) }
-})
+record(
+    "singleton read",
+    "naive locator",
+    measure(effort) { n in for _ in 0..<n { blackHole(locator.resolve((any Logging).self)) } }
+)
+record(
+    "singleton read",
+    "Swinject",
+    measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve((any Logging).self)!) } }
+)
+record(
+    "singleton read",
+    "Swinject (synchronized)",
+    measure(effort) { n in
+        for _ in 0..<n { blackHole(swinjectSynchronized.resolve((any Logging).self)!) }
+    }
+)
 record("singleton read", "swift-dependencies", measure(effort) { n in for _ in 0..<n { blackHole(reader.logger) } })
 record("singleton read", "ServiceGraph", measure(effort) { n in for _ in 0..<n { blackHole(graph[LoggerKey.self]) } })
 
 print("Scenario: transient with three singleton dependencies")
 record("transient, 3 deps", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.handler()) } })
-record("transient, 3 deps", "naive locator", measure(effort) { n in for _ in 0..<n { blackHole(locator.resolve(Handler.self)) } })
-record("transient, 3 deps", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve(Handler.self)!) } })
-record("transient, 3 deps", "Swinject (synchronized)", measure(effort) { n in
-    for _ in 0..<n { blackHole(swinjectSynchronized.resolve(Handler.self)!) }
-})
-record("transient, 3 deps", "swift-dependencies", measure(effort) { n in for _ in 0..<n { blackHole(reader.handler()) } })
-record("transient, 3 deps", "ServiceGraph", try measure(effort) { n in
-    for _ in 0..<n { blackHole(try graph.resolveSynchronously(HandlerKey.self)) }
-})
+record(
+    "transient, 3 deps",
+    "naive locator",
+    measure(effort) { n in for _ in 0..<n { blackHole(locator.resolve(Handler.self)) } }
+)
+record(
+    "transient, 3 deps",
+    "Swinject",
+    measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve(Handler.self)!) } }
+)
+record(
+    "transient, 3 deps",
+    "Swinject (synchronized)",
+    measure(effort) { n in
+        for _ in 0..<n { blackHole(swinjectSynchronized.resolve(Handler.self)!) }
+    }
+)
+record(
+    "transient, 3 deps",
+    "swift-dependencies",
+    measure(effort) { n in for _ in 0..<n { blackHole(reader.handler()) } }
+)
+record(
+    "transient, 3 deps",
+    "ServiceGraph",
+    try measure(effort) { n in
+        for _ in 0..<n { blackHole(try graph.resolveSynchronously(HandlerKey.self)) }
+    }
+)
 
 print("Scenario: top of a chain of ten transients")
 record("chain of 10", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.chain()) } })
-record("chain of 10", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve(Link.self, name: "link9")!) } })
-record("chain of 10", "Swinject (synchronized)", measure(effort) { n in
-    for _ in 0..<n { blackHole(swinjectSynchronized.resolve(Link.self, name: "link9")!) }
-})
-record("chain of 10", "ServiceGraph", try measure(effort) { n in
-    for _ in 0..<n { blackHole(try graph.resolveSynchronously(Link9.self)) }
-})
+record(
+    "chain of 10",
+    "Swinject",
+    measure(effort) { n in for _ in 0..<n { blackHole(swinject.resolve(Link.self, name: "link9")!) } }
+)
+record(
+    "chain of 10",
+    "Swinject (synchronized)",
+    measure(effort) { n in
+        for _ in 0..<n { blackHole(swinjectSynchronized.resolve(Link.self, name: "link9")!) }
+    }
+)
+record(
+    "chain of 10",
+    "ServiceGraph",
+    try measure(effort) { n in
+        for _ in 0..<n { blackHole(try graph.resolveSynchronously(Link9.self)) }
+    }
+)
 
 print("Scenario: a scoped service inside a scope")
 let handScope = HandWired.RequestScope(root: handWired)
 record("scoped in scope", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handScope.session) } })
 let swinjectRequest = SwinjectContender.requestScope(of: swinject)
-record("scoped in scope", "Swinject", measure(effort) { n in for _ in 0..<n { blackHole(swinjectRequest.resolve(Session.self)!) } })
+record(
+    "scoped in scope",
+    "Swinject",
+    measure(effort) { n in for _ in 0..<n { blackHole(swinjectRequest.resolve(Session.self)!) } }
+)
 DependenciesReader.withRequest {
-    record("scoped in scope", "swift-dependencies", measure(effort) { n in for _ in 0..<n { blackHole(reader.session) } })
+    record(
+        "scoped in scope",
+        "swift-dependencies",
+        measure(effort) { n in for _ in 0..<n { blackHole(reader.session) } }
+    )
 }
 let scope = try graph.makeScope()
-record("scoped in scope", "ServiceGraph", try await measureAsync(effort) { @Sendable n in
-    for _ in 0..<n { blackHole(try await scope.resolve(SessionKey.self)) }
-})
+record(
+    "scoped in scope",
+    "ServiceGraph",
+    try await measureAsync(effort) { @Sendable n in
+        for _ in 0..<n { blackHole(try await scope.resolve(SessionKey.self)) }
+    }
+)
 try await scope.close()
 
 print("Scenario: two threads reading singletons at once")
@@ -77,10 +151,18 @@ func twoThreads(_ read: @escaping @Sendable (Int) -> Void) -> Double {
 }
 let sharedSwinject = UncheckedSendable(value: swinjectSynchronized)
 record("two threads", "hand-wired", twoThreads { n in for _ in 0..<n { blackHole(handWired.logger) } })
-record("two threads", "naive locator", twoThreads { n in for _ in 0..<n { blackHole(locator.resolve((any Logging).self)) } })
-record("two threads", "Swinject (synchronized)", twoThreads { n in
-    for _ in 0..<n { blackHole(sharedSwinject.value.resolve((any Logging).self)!) }
-})
+record(
+    "two threads",
+    "naive locator",
+    twoThreads { n in for _ in 0..<n { blackHole(locator.resolve((any Logging).self)) } }
+)
+record(
+    "two threads",
+    "Swinject (synchronized)",
+    twoThreads { n in
+        for _ in 0..<n { blackHole(sharedSwinject.value.resolve((any Logging).self)!) }
+    }
+)
 record("two threads", "swift-dependencies", twoThreads { n in for _ in 0..<n { blackHole(reader.logger) } })
 record("two threads", "ServiceGraph", twoThreads { n in for _ in 0..<n { blackHole(graph[LoggerKey.self]) } })
 
@@ -89,21 +171,31 @@ var buildSeries: [(size: Int, handWired: Double, serviceGraph: Double)] = []
 let allKeys = GeneratedGraph.keys(count: effort.graphSizes.max()!)
 for size in effort.graphSizes {
     let keys = Array(allKeys.prefix(size))
-    let runs = size >= 100_000 ? Effort(samples: min(effort.samples, 5), targetSampleNanoseconds: 0, graphSizes: [])
+    let runs =
+        size >= 100_000
+        ? Effort(samples: min(effort.samples, 5), targetSampleNanoseconds: 0, graphSizes: [])
         : Effort(samples: effort.samples, targetSampleNanoseconds: effort.targetSampleNanoseconds, graphSizes: [])
     let hand = measure(runs) { n in for _ in 0..<n { blackHole(HandWired.buildGraph(count: size)) } } / Double(size)
     record("build \(size)", "hand-wired", hand, unit: "ns/service")
     if size <= 10_000 {
-        let swinjectBuild = measure(runs) { n in for _ in 0..<n { blackHole(SwinjectContender.buildGraph(count: size)) } }
-        record("build \(size)", "Swinject", swinjectBuild / Double(size), unit: "ns/service", note: "register + resolve all")
-    }
-    let serviceGraph = try await measureAsync(runs) { @Sendable n in
-        for _ in 0..<n {
-            let builder = GeneratedGraph.builder(keys: keys)
-            try builder.validate()
-            blackHole(try await builder.build())
+        let swinjectBuild = measure(runs) { n in for _ in 0..<n { blackHole(SwinjectContender.buildGraph(count: size)) }
         }
-    } / Double(size)
+        record(
+            "build \(size)",
+            "Swinject",
+            swinjectBuild / Double(size),
+            unit: "ns/service",
+            note: "register + resolve all"
+        )
+    }
+    let serviceGraph =
+        try await measureAsync(runs) { @Sendable n in
+            for _ in 0..<n {
+                let builder = GeneratedGraph.builder(keys: keys)
+                try builder.validate()
+                blackHole(try await builder.build())
+            }
+        } / Double(size)
 
     // Retained heap: what a built graph keeps beyond the services themselves (hand-wired's nodes).
     var note = "peak RSS \(peakResidentBytes() / 1_048_576) MiB"
@@ -139,14 +231,25 @@ let handStartup = try await measureAsync(startupRuns) { n in
         }
     }
 }
-record("startup, critical path \(format(criticalPath))", "hand-wired (task groups)", handStartup, unit: "ns/build",
-    note: "\(String(format: handStartup / criticalPath, digits: 2))x the critical path")
+record(
+    "startup, critical path \(format(criticalPath))",
+    "hand-wired (task groups)",
+    handStartup,
+    unit: "ns/build",
+    note: "\(String(format: handStartup / criticalPath, digits: 2))x the critical path"
+)
 let startupBuilder = GeneratedGraph.startupBuilder(keys: startupKeys, layers: layers, width: width, delay: delay)
 let graphStartup = try await measureAsync(startupRuns) { n in
     for _ in 0..<n { blackHole(try await startupBuilder.build()) }
 }
-record("startup, critical path \(format(criticalPath))", "ServiceGraph", graphStartup, unit: "ns/build",
-    note: "\(String(format: graphStartup / criticalPath, digits: 2))x the critical path, sum of factories \(format(criticalPath * Double(width)))")
+record(
+    "startup, critical path \(format(criticalPath))",
+    "ServiceGraph",
+    graphStartup,
+    unit: "ns/build",
+    note:
+        "\(String(format: graphStartup / criticalPath, digits: 2))x the critical path, sum of factories \(format(criticalPath * Double(width)))"
+)
 
 printTable(results)
 if let csvPath {

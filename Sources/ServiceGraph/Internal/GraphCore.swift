@@ -5,40 +5,67 @@ public import Synchronization
 /// Everything the resolve path touches is a flat array indexed by slot, so resolving is a table lookup
 /// and a few array reads, with no hashing of strings, no locks and no allocation for singletons. The
 /// only mutable state is the shutdown flag, an atomic.
+///
+/// `@unchecked Sendable`: the raw buffers are written only in `init`, except the singleton slots,
+/// which follow ``SingletonStorage``'s write-once-before-publication rule.
 @usableFromInline
-final class GraphCore: Sendable {
+final class GraphCore: @unchecked Sendable {
     let plan: GraphPlan
     let nodes: [Node]
-    @usableFromInline
+    let singletons: SingletonStorage
+    /// Keeps the factories alive; the resolve path reads them unretained through ``factoryRefs``.
+    private let factories: [AnyFactory]
     let table: KeyTable
     @usableFromInline
-    let singletons: SingletonStorage
+    let isShutDown = Atomic<Bool>(false)
+
+    // The flat resolution plan. Raw buffers, owned by the core and immutable after `init`, so reading
+    // them costs no reference counting and no bounds bookkeeping on the resolve path.
+
+    /// The key table, copied into one raw buffer of (identity, slot) pairs: see ``KeyTable``.
+    @usableFromInline
+    let keyEntries: UnsafeMutablePointer<KeyTable.Entry>
+    @usableFromInline
+    let keyMask: Int
+    @usableFromInline
+    let keyShift: UInt
+    /// Per slot: the singleton's box, or nil (not a singleton, or not built yet).
+    @usableFromInline
+    let singletonRefs: UnsafeMutablePointer<Unmanaged<AnyBox>?>
+    /// Per slot: the factory.
+    @usableFromInline
+    let factoryRefs: UnsafeMutableBufferPointer<Unmanaged<AnyFactory>>
     /// Per slot: its lifetime.
     @usableFromInline
-    let lifetimes: [Lifetime]
+    let lifetimes: UnsafeMutableBufferPointer<Lifetime>
     /// Per slot: whether it can be resolved without suspending (see ``Node/resolvesNow``).
     @usableFromInline
-    let resolvesNow: [Bool]
-    /// Per slot: its factory.
-    @usableFromInline
-    let factories: [AnyFactory]
+    let resolvesNow: UnsafeMutableBufferPointer<Bool>
     /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
     @usableFromInline
-    let dependencyStart: [Int]
+    let dependencyStart: UnsafeMutableBufferPointer<Int>
     @usableFromInline
-    let dependencySlots: [Int]
-    @usableFromInline
-    let isShutDown = Atomic<Bool>(false)
+    let dependencySlots: UnsafeMutableBufferPointer<Int>
 
     init(plan: GraphPlan) {
         self.plan = plan
         let nodes = Node.nodes(of: plan)
         self.nodes = nodes
         self.table = plan.table
+        let entries = plan.table.entries
+        self.keyEntries = .allocate(capacity: entries.count)
+        keyEntries.initialize(from: entries, count: entries.count)
+        self.keyMask = entries.count - 1
+        self.keyShift = plan.table.shift
         self.singletons = SingletonStorage(count: plan.count)
-        self.lifetimes = nodes.map(\.lifetime)
-        self.resolvesNow = nodes.map(\.resolvesNow)
+        self.singletonRefs = singletons.base
         self.factories = nodes.map(\.factory)
+        self.factoryRefs = .allocate(capacity: nodes.count)
+        _ = factoryRefs.initialize(from: factories.lazy.map { Unmanaged.passUnretained($0) })
+        self.lifetimes = .allocate(capacity: nodes.count)
+        _ = lifetimes.initialize(from: nodes.lazy.map(\.lifetime))
+        self.resolvesNow = .allocate(capacity: nodes.count)
+        _ = resolvesNow.initialize(from: nodes.lazy.map(\.resolvesNow))
         var start: [Int] = []
         start.reserveCapacity(nodes.count + 1)
         var slots: [Int] = []
@@ -47,41 +74,60 @@ final class GraphCore: Sendable {
             slots.append(contentsOf: node.dependencies)
         }
         start.append(slots.count)
-        self.dependencyStart = start
-        self.dependencySlots = slots
+        self.dependencyStart = .allocate(capacity: start.count)
+        _ = dependencyStart.initialize(from: start)
+        self.dependencySlots = .allocate(capacity: max(slots.count, 1))
+        _ = dependencySlots.initialize(from: slots)
+    }
+
+    deinit {
+        keyEntries.deallocate()
+        factoryRefs.deallocate()
+        lifetimes.deallocate()
+        resolvesNow.deallocate()
+        dependencyStart.deallocate()
+        dependencySlots.deallocate()
     }
 
     /// The slot of `key`, or nil.
     ///
     /// - Complexity: O(1) on average.
     @inlinable
+    @inline(__always)
     func slot<Key: ServiceKey>(of key: Key.Type) -> Int? {
-        table.slot(for: Key.keyID)
+        let bits = UInt(bitPattern: Key.keyID)
+        var index = KeyTable.bucket(for: bits, shift: keyShift)
+        while true {
+            let entry = keyEntries[index]
+            if entry.identity == bits { return entry.slot }
+            if entry.identity == 0 { return nil }
+            index = (index + 1) & keyMask
+        }
     }
 
-    /// The factory at `slot`, which makes a `Value` (guaranteed by construction).
+    /// A trivially copyable view of the flat plan, for the synchronous resolve path.
     @inlinable
-    func factory<Value>(at slot: Int, making: Value.Type) -> Factory<Value> {
-        unsafeDowncast(factories[slot], to: Factory<Value>.self)
+    var resolution: ResolutionPlan {
+        ResolutionPlan(
+            core: self,
+            singletonRefs: singletonRefs,
+            factoryRefs: factoryRefs.baseAddress.unsafelyUnwrapped,
+            lifetimes: lifetimes.baseAddress.unsafelyUnwrapped,
+            dependencyStart: dependencyStart.baseAddress.unsafelyUnwrapped,
+            dependencySlots: dependencySlots.baseAddress.unsafelyUnwrapped
+        )
     }
 
-    /// The value at `slot`, made without suspending (singletons and synchronous transients).
-    ///
-    /// The caller has checked ``resolvesNow`` for the service it resolves, which covers its chain.
+    /// The singleton at `slot` as a `Value`, or nil when the slot holds no singleton.
+    @inlinable
+    func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
+        resolution.singleton(at: slot, as: type)
+    }
+
+    /// The value at `slot`, made without suspending; see ``ResolutionPlan/valueNow(at:as:in:)``.
     @inlinable
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
-        if let box = singletons.box(at: slot) {
-            return unsafeDowncast(box, to: Box<Key.Value>.self).value
-        }
-        guard lifetimes[slot] == .transient, let make = factory(at: slot, making: Key.Value.self).makeNow else {
-            throw requiresAwaitError(slot)
-        }
-        var arguments = Arguments(core: self, scope: scope, slot: slot)
-        do {
-            return try make(&arguments)
-        } catch {
-            throw failure(error, at: slot)
-        }
+        try resolution.valueNow(at: slot, as: key, in: scope)
     }
 
     /// The value at `slot`, awaiting asynchronous factories and scoped instances.
@@ -91,14 +137,15 @@ final class GraphCore: Sendable {
         as key: Key.Type,
         in scope: ServiceScope?
     ) async throws -> Key.Value {
-        if let box = singletons.box(at: slot) {
-            return unsafeDowncast(box, to: Box<Key.Value>.self).value
+        if let value = singleton(at: slot, as: Key.Value.self) {
+            return value
         }
         switch lifetimes[slot] {
         case .transient:
-            var arguments = Arguments(core: self, scope: scope, slot: slot)
+            var arguments = Arguments(resolution, scope: scope, slot: slot)
+            let make = unsafeDowncast(factoryRefs[slot].takeUnretainedValue(), to: Factory<Key.Value>.self).make
             do {
-                return try await factory(at: slot, making: Key.Value.self).make(&arguments)
+                return try await make(&arguments)
             } catch {
                 throw failure(error, at: slot)
             }

@@ -2,43 +2,49 @@
 ///
 /// Key lookups are on the resolve path, so this avoids `Dictionary`'s seeded hashing: a key's
 /// identity is a metadata pointer, and a multiplicative hash of it spreads well enough. The table is
-/// at most half full, so probes are short.
+/// at most half full, so probes are short. A built graph copies the entries into a raw buffer and
+/// probes it inline (``GraphCore/slot(of:)``).
 @usableFromInline
 struct KeyTable: Sendable {
-    /// Identities as raw bits; 0 marks an empty bucket (no metadata lives at address 0).
+    /// One bucket: an identity as raw bits (0 marks an empty bucket; no metadata lives at address 0)
+    /// and its slot.
     @usableFromInline
-    var identities: [UInt]
-    @usableFromInline
-    var slots: [Int]
-    @usableFromInline
+    struct Entry: Sendable {
+        @usableFromInline
+        var identity: UInt
+        @usableFromInline
+        var slot: Int
+    }
+
+    private(set) var entries: [Entry]
     let shift: UInt
 
     /// Creates a table with room for `count` keys.
     init(capacity count: Int) {
         var buckets = 8
         while buckets < count * 2 { buckets <<= 1 }
-        identities = Array(repeating: 0, count: buckets)
-        slots = Array(repeating: -1, count: buckets)
+        entries = Array(repeating: Entry(identity: 0, slot: -1), count: buckets)
         shift = UInt(UInt.bitWidth - buckets.trailingZeroBitCount)
     }
 
+    /// The first bucket to probe for `bits` in a table of 2^(64 - shift) buckets.
     @inlinable
-    func bucket(for bits: UInt) -> Int {
+    @inline(__always)
+    static func bucket(for bits: UInt, shift: UInt) -> Int {
         Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) >> shift)
     }
 
     /// The slot of `identity`, or nil when the key is not in the table.
     ///
     /// - Complexity: O(1) on average.
-    @inlinable
     func slot(for identity: ObjectIdentifier) -> Int? {
         let bits = UInt(bitPattern: identity)
-        let mask = identities.count - 1
-        var index = bucket(for: bits)
+        let mask = entries.count - 1
+        var index = Self.bucket(for: bits, shift: shift)
         while true {
-            let stored = identities[index]
-            if stored == bits { return slots[index] }
-            if stored == 0 { return nil }
+            let entry = entries[index]
+            if entry.identity == bits { return entry.slot }
+            if entry.identity == 0 { return nil }
             index = (index + 1) & mask
         }
     }
@@ -47,14 +53,13 @@ struct KeyTable: Sendable {
     @discardableResult
     mutating func insert(_ identity: ObjectIdentifier, slot: Int) -> Int? {
         let bits = UInt(bitPattern: identity)
-        let mask = identities.count - 1
-        var index = bucket(for: bits)
+        let mask = entries.count - 1
+        var index = Self.bucket(for: bits, shift: shift)
         while true {
-            let stored = identities[index]
-            if stored == bits { return slots[index] }
-            if stored == 0 {
-                identities[index] = bits
-                slots[index] = slot
+            let entry = entries[index]
+            if entry.identity == bits { return entry.slot }
+            if entry.identity == 0 {
+                entries[index] = Entry(identity: bits, slot: slot)
                 return nil
             }
             index = (index + 1) & mask

@@ -1,0 +1,163 @@
+// Fixed-arity overloads of `provide` for synchronous factories with up to four dependencies.
+//
+// They are the same API as the parameter-pack `provide` (overload resolution prefers them), and exist
+// for speed only: Swift 6.3 compiles the body of a pack expansion as a generic loop even after
+// specialization, so a pack-based factory thunk pays a generic call per dependency on every resolve.
+// With fixed arities the thunks are fully specialized. The pack overload serves every other arity.
+// Keep the five overloads identical but for their arity.
+
+extension ServiceGraph.Builder {
+    /// Provides `key` with a synchronous factory of no dependencies; see
+    /// the parameter-pack `provide`, which this overload replaces for speed.
+    @inlinable
+    public mutating func provide<Key: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable () throws -> Key.Value
+    ) {
+        append(
+            key,
+            lifetime: lifetime,
+            dependencies: [],
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: Factory<Key.Value>(
+                makeNow: { arguments in try factory() },
+                make: { arguments in try factory() }
+            )
+        )
+    }
+
+    /// Provides `key` with a synchronous factory of 1 dependency; see
+    /// the parameter-pack `provide`, which this overload replaces for speed.
+    @inlinable
+    public mutating func provide<Key: ServiceKey, D1: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        dependsOn d1: D1.Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (D1.Value) throws -> Key.Value
+    ) {
+        append(
+            key,
+            lifetime: lifetime,
+            dependencies: [d1],
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: Factory<Key.Value>(
+                makeNow: { arguments in try factory(try arguments.next(D1.self)) },
+                make: { arguments in try factory(try await arguments.nextAwaiting(D1.self)) }
+            )
+        )
+    }
+
+    /// Provides `key` with a synchronous factory of 2 dependencies; see
+    /// the parameter-pack `provide`, which this overload replaces for speed.
+    @inlinable
+    public mutating func provide<Key: ServiceKey, D1: ServiceKey, D2: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        dependsOn d1: D1.Type,
+        _ d2: D2.Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (D1.Value, D2.Value) throws -> Key.Value
+    ) {
+        append(
+            key,
+            lifetime: lifetime,
+            dependencies: [d1, d2],
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: Factory<Key.Value>(
+                makeNow: { arguments in try factory(try arguments.next(D1.self), try arguments.next(D2.self)) },
+                make: { arguments in
+                    try factory(try await arguments.nextAwaiting(D1.self), try await arguments.nextAwaiting(D2.self))
+                }
+            )
+        )
+    }
+
+    /// Provides `key` with a synchronous factory of 3 dependencies; see
+    /// the parameter-pack `provide`, which this overload replaces for speed.
+    @inlinable
+    public mutating func provide<Key: ServiceKey, D1: ServiceKey, D2: ServiceKey, D3: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        dependsOn d1: D1.Type,
+        _ d2: D2.Type,
+        _ d3: D3.Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (D1.Value, D2.Value, D3.Value) throws -> Key.Value
+    ) {
+        append(
+            key,
+            lifetime: lifetime,
+            dependencies: [d1, d2, d3],
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: Factory<Key.Value>(
+                makeNow: { arguments in
+                    try factory(try arguments.next(D1.self), try arguments.next(D2.self), try arguments.next(D3.self))
+                },
+                make: { arguments in
+                    try factory(
+                        try await arguments.nextAwaiting(D1.self),
+                        try await arguments.nextAwaiting(D2.self),
+                        try await arguments.nextAwaiting(D3.self)
+                    )
+                }
+            )
+        )
+    }
+
+    /// Provides `key` with a synchronous factory of 4 dependencies; see
+    /// the parameter-pack `provide`, which this overload replaces for speed.
+    @inlinable
+    public mutating func provide<Key: ServiceKey, D1: ServiceKey, D2: ServiceKey, D3: ServiceKey, D4: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        dependsOn d1: D1.Type,
+        _ d2: D2.Type,
+        _ d3: D3.Type,
+        _ d4: D4.Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (D1.Value, D2.Value, D3.Value, D4.Value) throws -> Key.Value
+    ) {
+        append(
+            key,
+            lifetime: lifetime,
+            dependencies: [d1, d2, d3, d4],
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: Factory<Key.Value>(
+                makeNow: { arguments in
+                    try factory(
+                        try arguments.next(D1.self),
+                        try arguments.next(D2.self),
+                        try arguments.next(D3.self),
+                        try arguments.next(D4.self)
+                    )
+                },
+                make: { arguments in
+                    try factory(
+                        try await arguments.nextAwaiting(D1.self),
+                        try await arguments.nextAwaiting(D2.self),
+                        try await arguments.nextAwaiting(D3.self),
+                        try await arguments.nextAwaiting(D4.self)
+                    )
+                }
+            )
+        )
+    }
+}
