@@ -134,6 +134,6 @@ public final class ServiceGraph: Sendable {
 
     /// The singletons' key names in the order they were created (a topological order).
     public var initializationOrder: [String] {
-        record.order.map { core.nodes[$0].name }
+        record.order.map { core.name(Int($0)) }
     }
 }

@@ -23,7 +23,7 @@ extension ServiceGraph.Builder {
     public func build() async throws(ServiceGraphError) -> ServiceGraph {
         let plan = try validatedPlan()
         let core = GraphCore(plan: plan)
-        var build = SingletonBuild(core: core)
+        var build = SingletonBuild(plan: plan, core: core)
         switch await build.run() {
         case .success(let record): return ServiceGraph(core: core, record: record)
         case .failure(let error): throw error
@@ -32,9 +32,11 @@ extension ServiceGraph.Builder {
 
     /// The plan of this builder's graph, or every problem it has.
     func validatedPlan() throws(ServiceGraphError) -> GraphPlan {
+        if let plan = validatedPlans.plan(for: registrations) { return plan }
         let plan = GraphPlan(registrations)
         let problems = GraphValidator(plan).problems()
         guard problems.isEmpty else { throw ServiceGraphError(problems) }
+        validatedPlans.store(plan, for: registrations)
         return plan
     }
 }

@@ -14,6 +14,8 @@ extension ServiceGraph {
     public struct Builder: Sendable {
         /// Every `provide` and `override` call, in order.
         var registrations: [Registration] = []
+        /// The last validated plan, so `validate()` then `build()` validates once.
+        let validatedPlans = ValidatedPlanCache()
 
         /// Creates an empty builder.
         public init() {}

@@ -116,19 +116,19 @@ public final class ServiceScope: Sendable {
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
     /// resolve can try again.
     private func create(_ slot: Int) async throws -> AnyBox {
-        let node = core.nodes[slot]
         var arguments = Arguments(core: core, scope: self, slot: slot)
+        let factory = core.factory(at: slot)
         let box: AnyBox
         do {
-            box = try await node.factory.makeBox(&arguments)
+            box = try await factory.makeBox(&arguments)
         } catch {
             state.withLock { _ = $0.instances.removeValue(forKey: slot) }
             throw core.failure(error, at: slot)
         }
-        let hooks = box.hooks
+        let hooks = factory.hooks(of: box)
         if let hooks {
             do {
-                try await Lifecycle.didAdd(hooks, of: node)
+                try await Lifecycle.didAdd(hooks, of: slot, in: core)
             } catch {
                 state.withLock { _ = $0.instances.removeValue(forKey: slot) }
                 throw error

@@ -22,6 +22,16 @@ func record(_ scenario: String, _ contender: String, _ median: Double, unit: Str
     print("  \(scenario) · \(contender): \(format(median))\(note.isEmpty ? "" : " (\(note))")")
 }
 
+if arguments.contains("--profile-build") {
+    let keys = GeneratedGraph.keys(count: 1_000)
+    for _ in 0..<300 {
+        let builder = GeneratedGraph.builder(keys: keys)
+        try builder.validate()
+        blackHole(try await builder.build())
+    }
+    exit(0)
+}
+
 if let profile = arguments.firstIndex(of: "--profile").map({ arguments[$0 + 1] }) {
     // A long loop of one operation, for a profiler.
     let graph = try await ServiceGraphContender.builder().build()

@@ -16,7 +16,7 @@ struct Arguments {
     init(_ resolution: ResolutionPlan, scope: ServiceScope?, slot: Int) {
         self.resolution = resolution
         self.scope = scope
-        self.position = resolution.dependencyStart[slot]
+        self.position = Int(resolution.dependencyStart[slot])
     }
 
     @inlinable
@@ -27,7 +27,7 @@ struct Arguments {
     /// The next dependency's value, made without suspending.
     @inlinable
     mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
-        let slot = resolution.dependencySlots[position]
+        let slot = Int(resolution.dependencySlots[position])
         position += 1
         return try resolution.valueNow(at: slot, as: key, in: scope)
     }
@@ -35,7 +35,7 @@ struct Arguments {
     /// The next dependency's value, awaiting its creation if it is asynchronous or scoped.
     @inlinable
     mutating func nextAwaiting<Dependency: ServiceKey>(_ key: Dependency.Type) async throws -> Dependency.Value {
-        let slot = resolution.dependencySlots[position]
+        let slot = Int(resolution.dependencySlots[position])
         position += 1
         return try await resolution.core.value(at: slot, as: key, in: scope)
     }

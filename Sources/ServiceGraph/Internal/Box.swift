@@ -8,9 +8,6 @@ class AnyBox: @unchecked Sendable {
     @usableFromInline
     init() {}
 
-    /// The instance's lifecycle hooks, if its dynamic type adopts ``LifecycleHooks``.
-    var hooks: (any LifecycleHooks)? { nil }
-
     /// The instance, erased, for diagnostics and tests.
     var instance: any Sendable { () }
 }
@@ -25,8 +22,6 @@ final class Box<Value: Sendable>: AnyBox, @unchecked Sendable {
     init(_ value: Value) {
         self.value = value
     }
-
-    override var hooks: (any LifecycleHooks)? { value as? any LifecycleHooks }
 
     override var instance: any Sendable { value }
 }

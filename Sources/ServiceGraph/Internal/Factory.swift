@@ -12,6 +12,11 @@ class AnyFactory: @unchecked Sendable {
     /// Whether the factory itself can run without `await`.
     var isSynchronous: Bool { false }
 
+    /// The lifecycle hooks of the instance in `box`, if its dynamic type adopts ``LifecycleHooks``.
+    func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
+        preconditionFailure("abstract")
+    }
+
     /// Runs the synchronous factory. Only called when ``isSynchronous`` is true.
     func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
         preconditionFailure("abstract")
@@ -35,20 +40,34 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
     let makeNow: SyncThunk?
     @usableFromInline
     let make: AsyncThunk
+    /// `Box<Value>`, looked up once where the factory is made (specialized, in the module that
+    /// provides it) so that boxing an instance does not look up generic metadata again.
+    @usableFromInline
+    let boxType: Box<Value>.Type
+    /// `$0 as? any LifecycleHooks`, compiled where the factory is made: for a concrete `Value` the
+    /// compiler decides the cast statically, instead of a dynamic cast per instance.
+    @usableFromInline
+    let hooksOf: @Sendable (Value) -> (any LifecycleHooks)?
 
     @inlinable
     init(makeNow: SyncThunk?, make: @escaping AsyncThunk) {
         self.makeNow = makeNow
         self.make = make
+        self.boxType = Box<Value>.self
+        self.hooksOf = { $0 as? any LifecycleHooks }
+    }
+
+    override func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
+        hooksOf(unsafeDowncast(box, to: Box<Value>.self).value)
     }
 
     override var isSynchronous: Bool { makeNow != nil }
 
     override func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
-        Box(try makeNow!(&arguments))
+        boxType.init(try makeNow!(&arguments))
     }
 
     override func makeBox(_ arguments: inout Arguments) async throws -> AnyBox {
-        Box(try await make(&arguments))
+        boxType.init(try await make(&arguments))
     }
 }

@@ -10,21 +10,25 @@ public import Synchronization
 /// which follow ``SingletonStorage``'s write-once-before-publication rule.
 @usableFromInline
 final class GraphCore: @unchecked Sendable {
-    let plan: GraphPlan
-    let nodes: [Node]
+    /// Per slot: the key, lifetime and registration site, for errors and dumps.
+    let records: [ServiceRecord]
+    /// The distinct `#fileID`s of the registrations (``ServiceRecord/fileIndex``).
+    let files: [StaticString]
     let singletons: SingletonStorage
-    /// Keeps the factories alive; the resolve path reads them unretained through ``factoryRefs``.
-    private let factories: [AnyFactory]
-    let table: KeyTable
+    /// Per slot: whether it depends (transitively) on a scoped service.
+    let needsScope: [Bool]
     @usableFromInline
     let isShutDown = Atomic<Bool>(false)
 
-    // The flat resolution plan. Raw buffers, owned by the core and immutable after `init`, so reading
-    // them costs no reference counting and no bounds bookkeeping on the resolve path.
+    // The flat resolution plan. Raw buffers, owned by the core and immutable after `init` (but for
+    // the factories of singletons, released once the build is done), so reading them costs no
+    // reference counting and no bounds bookkeeping on the resolve path.
 
-    /// The key table, copied into one raw buffer of (identity, slot) pairs: see ``KeyTable``.
+    /// The key table, copied into two raw buffers (identities, slots): see ``KeyTable``.
     @usableFromInline
-    let keyEntries: UnsafeMutablePointer<KeyTable.Entry>
+    let keyIdentities: UnsafeMutableBufferPointer<UInt>
+    @usableFromInline
+    let keySlots: UnsafeMutableBufferPointer<Int32>
     @usableFromInline
     let keyMask: Int
     @usableFromInline
@@ -32,61 +36,109 @@ final class GraphCore: @unchecked Sendable {
     /// Per slot: the singleton's box, or nil (not a singleton, or not built yet).
     @usableFromInline
     let singletonRefs: UnsafeMutablePointer<Unmanaged<AnyBox>?>
-    /// Per slot: the factory.
+    /// Per slot: the factory, retained by the core; nil for a built singleton.
     @usableFromInline
-    let factoryRefs: UnsafeMutableBufferPointer<Unmanaged<AnyFactory>>
+    let factoryRefs: UnsafeMutableBufferPointer<Unmanaged<AnyFactory>?>
     /// Per slot: its lifetime.
     @usableFromInline
     let lifetimes: UnsafeMutableBufferPointer<Lifetime>
-    /// Per slot: whether it can be resolved without suspending (see ``Node/resolvesNow``).
+    /// Per slot: whether it can be resolved without suspending (see ``ResolutionTraits``).
     @usableFromInline
     let resolvesNow: UnsafeMutableBufferPointer<Bool>
     /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
     @usableFromInline
-    let dependencyStart: UnsafeMutableBufferPointer<Int>
+    let dependencyStart: UnsafeMutableBufferPointer<Int32>
     @usableFromInline
-    let dependencySlots: UnsafeMutableBufferPointer<Int>
+    let dependencySlots: UnsafeMutableBufferPointer<Int32>
 
+    /// Makes the core of a valid plan (no missing edges, no cycles); the plan is not kept.
     init(plan: GraphPlan) {
-        self.plan = plan
-        let nodes = Node.nodes(of: plan)
-        self.nodes = nodes
-        self.table = plan.table
+        let count = plan.count
+        var files: [StaticString] = []
+        var fileIndex: [UInt: UInt32] = [:]
+        var records: [ServiceRecord] = []
+        records.reserveCapacity(count)
+        for (slot, provider) in plan.providers.enumerated() {
+            let file = provider.site.fileID
+            let address = file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
+            let index: UInt32
+            if let known = fileIndex[address], address != 0 {
+                index = known
+            } else {
+                index = UInt32(files.count)
+                files.append(file)
+                fileIndex[address] = index
+            }
+            records.append(
+                ServiceRecord(
+                    key: provider.key,
+                    line: UInt32(truncatingIfNeeded: provider.site.line),
+                    fileIndex: index,
+                    lifetime: provider.lifetime,
+                    isOverride: plan.overridden[slot]
+                )
+            )
+        }
+        self.records = records
+        self.files = files
+        let traits = ResolutionTraits(plan)
+        self.needsScope = traits.needsScope
+        self.singletons = SingletonStorage(count: count)
+        self.singletonRefs = singletons.base
+
         let entries = plan.table.entries
-        self.keyEntries = .allocate(capacity: entries.count)
-        keyEntries.initialize(from: entries, count: entries.count)
+        self.keyIdentities = .allocate(capacity: entries.count)
+        _ = keyIdentities.initialize(from: entries.lazy.map { $0.identity })
+        self.keySlots = .allocate(capacity: entries.count)
+        _ = keySlots.initialize(from: entries.lazy.map { Int32(truncatingIfNeeded: $0.slot) })
         self.keyMask = entries.count - 1
         self.keyShift = plan.table.shift
-        self.singletons = SingletonStorage(count: plan.count)
-        self.singletonRefs = singletons.base
-        self.factories = nodes.map(\.factory)
-        self.factoryRefs = .allocate(capacity: nodes.count)
-        _ = factoryRefs.initialize(from: factories.lazy.map { Unmanaged.passUnretained($0) })
-        self.lifetimes = .allocate(capacity: nodes.count)
-        _ = lifetimes.initialize(from: nodes.lazy.map(\.lifetime))
-        self.resolvesNow = .allocate(capacity: nodes.count)
-        _ = resolvesNow.initialize(from: nodes.lazy.map(\.resolvesNow))
-        var start: [Int] = []
-        start.reserveCapacity(nodes.count + 1)
-        var slots: [Int] = []
-        for node in nodes {
-            start.append(slots.count)
-            slots.append(contentsOf: node.dependencies)
-        }
-        start.append(slots.count)
-        self.dependencyStart = .allocate(capacity: start.count)
-        _ = dependencyStart.initialize(from: start)
-        self.dependencySlots = .allocate(capacity: max(slots.count, 1))
-        _ = dependencySlots.initialize(from: slots)
+
+        self.factoryRefs = .allocate(capacity: count)
+        _ = factoryRefs.initialize(from: plan.providers.lazy.map { Unmanaged.passRetained($0.factory) })
+        self.lifetimes = .allocate(capacity: count)
+        _ = lifetimes.initialize(from: plan.providers.lazy.map { $0.lifetime })
+        self.resolvesNow = .allocate(capacity: count)
+        _ = resolvesNow.initialize(from: traits.resolvesNow)
+        self.dependencyStart = .allocate(capacity: count + 1)
+        _ = dependencyStart.initialize(from: plan.dependencies.start.lazy.map { Int32(truncatingIfNeeded: $0) })
+        self.dependencySlots = .allocate(capacity: max(plan.dependencies.targets.count, 1))
+        _ = dependencySlots.initialize(from: plan.dependencies.targets.lazy.map { Int32(truncatingIfNeeded: $0) })
     }
 
     deinit {
-        keyEntries.deallocate()
+        releaseFactories { _ in true }
+        keyIdentities.deallocate()
+        keySlots.deallocate()
         factoryRefs.deallocate()
         lifetimes.deallocate()
         resolvesNow.deallocate()
         dependencyStart.deallocate()
         dependencySlots.deallocate()
+    }
+
+    /// Releases the factories of the slots `where` selects. Called by the build, once every singleton
+    /// exists, for the singletons' factories: the graph never runs them again.
+    func releaseFactories(where shouldRelease: (Int) -> Bool) {
+        for slot in factoryRefs.indices where shouldRelease(slot) {
+            factoryRefs[slot]?.release()
+            factoryRefs[slot] = nil
+        }
+    }
+
+    /// The factory at `slot`, retained; only for slots whose factory is still held.
+    @usableFromInline
+    func factory(at slot: Int) -> AnyFactory {
+        factoryRefs[slot].unsafelyUnwrapped.takeUnretainedValue()
+    }
+
+    var count: Int { records.count }
+
+    func name(_ slot: Int) -> String { records[slot].name }
+
+    func site(_ slot: Int) -> RegistrationSite {
+        let record = records[slot]
+        return RegistrationSite(fileID: files[Int(record.fileIndex)].description, line: Int(record.line))
     }
 
     /// The slot of `key`, or nil.
@@ -98,9 +150,9 @@ final class GraphCore: @unchecked Sendable {
         let bits = UInt(bitPattern: Key.keyID)
         var index = KeyTable.bucket(for: bits, shift: keyShift)
         while true {
-            let entry = keyEntries[index]
-            if entry.identity == bits { return entry.slot }
-            if entry.identity == 0 { return nil }
+            let identity = keyIdentities[index]
+            if identity == bits { return Int(keySlots[index]) }
+            if identity == 0 { return nil }
             index = (index + 1) & keyMask
         }
     }
@@ -143,7 +195,7 @@ final class GraphCore: @unchecked Sendable {
         switch lifetimes[slot] {
         case .transient:
             var arguments = Arguments(resolution, scope: scope, slot: slot)
-            let make = unsafeDowncast(factoryRefs[slot].takeUnretainedValue(), to: Factory<Key.Value>.self).make
+            let make = unsafeDowncast(factory(at: slot), to: Factory<Key.Value>.self).make
             do {
                 return try await make(&arguments)
             } catch {
@@ -162,7 +214,7 @@ final class GraphCore: @unchecked Sendable {
     /// one thrown deeper in the chain.
     @usableFromInline
     func failure(_ error: any Error, at slot: Int) -> ServiceGraphError {
-        let name = nodes[slot].name
+        let name = name(slot)
         if let error = error as? ServiceGraphError {
             guard error.problems.count == 1, let problem = error.problems.first else { return error }
             return ServiceGraphError(
@@ -181,7 +233,7 @@ final class GraphCore: @unchecked Sendable {
                 .factoryFailed,
                 key: name,
                 path: [name],
-                site: nodes[slot].provider.site.site,
+                site: site(slot),
                 message: "the factory of \(name) threw: \(error)",
                 underlyingError: error
             )
@@ -194,30 +246,30 @@ final class GraphCore: @unchecked Sendable {
     }
 
     func requiresAwait(_ slot: Int) -> ServiceGraphError.Problem {
-        let node = nodes[slot]
+        let name = name(slot)
         let reason =
-            node.lifetime == .scoped
+            lifetimes[slot] == .scoped
             ? "it is scoped, and creating a scoped instance may suspend"
-            : node.needsScope
+            : needsScope[slot]
                 ? "it depends on a scoped service"
                 : "its factory, or the factory of one of its dependencies, is async"
         return .init(
             .requiresAwait,
-            key: node.name,
-            site: node.provider.site.site,
-            message: "\(node.name) cannot be resolved synchronously: \(reason); use `try await resolve`"
+            key: name,
+            site: site(slot),
+            message: "\(name) cannot be resolved synchronously: \(reason); use `try await resolve`"
         )
     }
 
     @usableFromInline
     func scopeRequired(_ slot: Int) -> ServiceGraphError.Problem {
-        let node = nodes[slot]
+        let name = name(slot)
+        let what = lifetimes[slot] == .scoped ? "scoped" : "transient and depends on a scoped service"
         return .init(
             .wrongLifetime,
-            key: node.name,
-            site: node.provider.site.site,
-            message:
-                "\(node.name) is \(node.lifetime == .scoped ? "scoped" : "transient and depends on a scoped service"); resolve it from a ServiceScope (graph.makeScope())"
+            key: name,
+            site: site(slot),
+            message: "\(name) is \(what); resolve it from a ServiceScope (graph.makeScope())"
         )
     }
 
@@ -225,7 +277,7 @@ final class GraphCore: @unchecked Sendable {
     func notFound(_ name: String, valueType: ObjectIdentifier) -> ServiceGraphError.Problem {
         let suggestions = NameSuggestions.closest(
             to: name,
-            among: plan.providers.map { ($0.name, $0.key.valueTypeID == valueType) }
+            among: records.map { ($0.name, $0.key.valueTypeID == valueType) }
         )
         var message = "\(name) is not in this graph"
         if !suggestions.isEmpty {
@@ -247,7 +299,7 @@ final class GraphCore: @unchecked Sendable {
 
     @usableFromInline
     func cannotResolveNowError(_ slot: Int) -> ServiceGraphError {
-        ServiceGraphError(nodes[slot].needsScope ? scopeRequired(slot) : requiresAwait(slot))
+        ServiceGraphError(needsScope[slot] ? scopeRequired(slot) : requiresAwait(slot))
     }
 
     /// Traps with the message `resolve` would throw: the subscript's out-of-range access.

@@ -36,13 +36,28 @@ struct GraphDescription {
     }
 
     init(core: GraphCore, record: BuildRecord) {
-        self.init(plan: core.plan)
-        initializationOrder = record.order
+        services = (0..<core.count).map { slot in
+            let record = core.records[slot]
+            let edges = Int(core.dependencyStart[slot])..<Int(core.dependencyStart[slot + 1])
+            let dependencies = edges.map { edge in
+                let dependency = Int(core.dependencySlots[edge])
+                return (name: core.name(dependency), slot: Optional(dependency))
+            }
+            return Service(
+                name: record.name,
+                valueType: record.key.valueTypeName,
+                lifetime: record.lifetime,
+                site: core.site(slot),
+                isOverride: record.isOverride,
+                dependencies: dependencies
+            )
+        }
+        initializationOrder = record.order.map { Int($0) }
         totalDuration = record.totalDuration
-        for (index, slot) in record.order.enumerated() {
+        for (index, slot) in initializationOrder.enumerated() {
             services[slot].initializationIndex = index
-            services[slot].factoryDuration = record.factoryDurations[slot]
-            services[slot].didAddDuration = record.didAddDurations[slot]
+            services[slot].factoryDuration = record.factoryDuration(slot)
+            services[slot].didAddDuration = record.didAddDuration(slot)
         }
     }
 

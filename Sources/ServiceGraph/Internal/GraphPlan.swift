@@ -9,36 +9,49 @@ struct GraphPlan: Sendable {
     /// The effective provider of each slot, after overrides; slots follow first registration order.
     let providers: [Registration]
     /// For each slot, the slots of its declared dependencies, in declaration order.
-    let dependencies: [[Int]]
+    let dependencies: Adjacency
     /// Key identity → slot.
     let table: KeyTable
     /// For each slot, whether an override replaced the original provider.
     let overridden: [Bool]
+    /// For each slot, the slots that depend on it, in slot order.
+    let dependents: Adjacency
     /// The problems found while resolving keys (duplicates, unknown overrides); validation adds more.
     let registrationProblems: [ServiceGraphError.Problem]
 
     var count: Int { providers.count }
 
     init(_ registrations: [Registration]) {
-        var providers: [Registration] = []
-        providers.reserveCapacity(registrations.count)
         var table = KeyTable(capacity: registrations.count)
         var problems: [ServiceGraphError.Problem] = []
-
-        for registration in registrations where !registration.isOverride {
-            if let existing = table.insert(registration.keyID, slot: providers.count) {
-                let first = providers[existing]
-                problems.append(
-                    .init(
-                        .duplicateProvider,
-                        key: registration.name,
-                        site: registration.site.site,
-                        message:
-                            "\(registration.name) is provided twice: first at \(first.site.site), again at \(registration.site.site)"
+        var providers = registrations
+        // The common case (no duplicates, no overrides) keeps the registrations as they are, shared.
+        var isPlain = true
+        for (index, registration) in registrations.enumerated() {
+            if registration.isOverride || table.insert(registration.keyID, slot: index) != nil {
+                isPlain = false
+                break
+            }
+        }
+        if !isPlain {
+            table = KeyTable(capacity: registrations.count)
+            providers = []
+            providers.reserveCapacity(registrations.count)
+            for registration in registrations where !registration.isOverride {
+                if let existing = table.insert(registration.keyID, slot: providers.count) {
+                    let first = providers[existing]
+                    problems.append(
+                        .init(
+                            .duplicateProvider,
+                            key: registration.name,
+                            site: registration.site.site,
+                            message:
+                                "\(registration.name) is provided twice: first at \(first.site.site), again at \(registration.site.site)"
+                        )
                     )
-                )
-            } else {
-                providers.append(registration)
+                } else {
+                    providers.append(registration)
+                }
             }
         }
         var overridden = Array(repeating: false, count: providers.count)
@@ -58,36 +71,29 @@ struct GraphPlan: Sendable {
             }
         }
 
-        var dependencies: [[Int]] = []
-        dependencies.reserveCapacity(providers.count)
-        for provider in providers {
-            dependencies.append(provider.dependencies.map { table.slot(for: ObjectIdentifier($0)) ?? Self.missing })
-        }
+        let edgeCount = providers.reduce(0) { $0 + $1.dependencies.count }
+        let dependencies = Adjacency(
+            providers.lazy.map { provider in
+                provider.dependencies.lazy.map { table.slot(for: ObjectIdentifier($0)) ?? Self.missing }
+            },
+            count: providers.count,
+            edgeCount: edgeCount
+        )
 
         self.providers = providers
         self.dependencies = dependencies
         self.table = table
         self.overridden = overridden
         self.registrationProblems = problems
+        self.dependents = Adjacency(reversing: dependencies)
     }
 
     func name(_ slot: Int) -> String { providers[slot].name }
 
-    /// For each slot, the slots that depend on it, in slot order.
-    func dependents() -> [[Int]] {
-        var result = Array(repeating: [Int](), count: count)
-        for (slot, edges) in dependencies.enumerated() {
-            for dependency in edges where dependency != Self.missing {
-                result[dependency].append(slot)
-            }
-        }
-        return result
-    }
-
     /// A path of key names from a root of the graph (a service nothing depends on) down to `slot`.
     ///
     /// Follows the first dependent of each service, so the path is deterministic.
-    func pathFromRoot(to slot: Int, dependents: [[Int]]) -> [String] {
+    func pathFromRoot(to slot: Int) -> [String] {
         var path = [slot]
         var seen: Set<Int> = [slot]
         var current = slot

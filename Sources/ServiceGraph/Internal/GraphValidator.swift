@@ -7,11 +7,9 @@
 /// - Complexity: O(services + edges).
 struct GraphValidator {
     let plan: GraphPlan
-    private let dependents: [[Int]]
 
     init(_ plan: GraphPlan) {
         self.plan = plan
-        self.dependents = plan.dependents()
     }
 
     func problems() -> [ServiceGraphError.Problem] {
@@ -42,7 +40,7 @@ struct GraphValidator {
                     .init(
                         .missingProvider,
                         key: missingName,
-                        path: plan.pathFromRoot(to: slot, dependents: dependents) + [missingName],
+                        path: plan.pathFromRoot(to: slot) + [missingName],
                         site: provider.site.site,
                         message: message
                     )
@@ -125,7 +123,7 @@ struct GraphValidator {
                 let edges = plan.dependencies[node]
                 if edge < edges.count {
                     work[work.count - 1].edge += 1
-                    let next = edges[edge]
+                    let next = edges[edges.startIndex + edge]
                     if next == GraphPlan.missing { continue }
                     if index[next] == -1 {
                         index[next] = counter
@@ -168,7 +166,7 @@ struct GraphValidator {
                     .init(
                         .captiveDependency,
                         key: provider.name,
-                        path: plan.pathFromRoot(to: slot, dependents: dependents) + [captive.name],
+                        path: plan.pathFromRoot(to: slot) + [captive.name],
                         site: provider.site.site,
                         message:
                             "captive dependency: \(provider.name) (\(provider.lifetime)) depends on \(captive.name) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"

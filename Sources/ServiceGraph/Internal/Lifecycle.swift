@@ -7,17 +7,18 @@ struct StartedService: Sendable {
 /// Runs lifecycle hooks and turns their failures into problems that name the service.
 enum Lifecycle {
     /// Calls `didAdd` on a freshly created instance.
-    static func didAdd(_ hooks: any LifecycleHooks, of node: Node) async throws(ServiceGraphError) {
+    static func didAdd(_ hooks: any LifecycleHooks, of slot: Int, in core: GraphCore) async throws(ServiceGraphError) {
         do {
             try await hooks.didAdd()
         } catch {
+            let name = core.name(slot)
             throw ServiceGraphError(
                 .init(
                     .didAddFailed,
-                    key: node.name,
-                    path: [node.name],
-                    site: node.provider.site.site,
-                    message: "didAdd of \(node.name) threw: \(error)",
+                    key: name,
+                    path: [name],
+                    site: core.site(slot),
+                    message: "didAdd of \(name) threw: \(error)",
                     underlyingError: error
                 )
             )
@@ -34,14 +35,14 @@ enum Lifecycle {
             do {
                 try await service.hooks.willRemove()
             } catch {
-                let node = core.nodes[service.slot]
+                let name = core.name(service.slot)
                 problems.append(
                     .init(
                         .willRemoveFailed,
-                        key: node.name,
-                        path: [node.name],
-                        site: node.provider.site.site,
-                        message: "willRemove of \(node.name) threw: \(error)",
+                        key: name,
+                        path: [name],
+                        site: core.site(service.slot),
+                        message: "willRemove of \(name) threw: \(error)",
                         underlyingError: error
                     )
                 )

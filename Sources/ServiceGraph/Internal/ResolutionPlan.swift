@@ -11,22 +11,22 @@ struct ResolutionPlan {
     @usableFromInline
     let singletonRefs: UnsafeMutablePointer<Unmanaged<AnyBox>?>
     @usableFromInline
-    let factoryRefs: UnsafeMutablePointer<Unmanaged<AnyFactory>>
+    let factoryRefs: UnsafeMutablePointer<Unmanaged<AnyFactory>?>
     @usableFromInline
     let lifetimes: UnsafeMutablePointer<Lifetime>
     @usableFromInline
-    let dependencyStart: UnsafeMutablePointer<Int>
+    let dependencyStart: UnsafeMutablePointer<Int32>
     @usableFromInline
-    let dependencySlots: UnsafeMutablePointer<Int>
+    let dependencySlots: UnsafeMutablePointer<Int32>
 
     @inlinable
     init(
         core: GraphCore,
         singletonRefs: UnsafeMutablePointer<Unmanaged<AnyBox>?>,
-        factoryRefs: UnsafeMutablePointer<Unmanaged<AnyFactory>>,
+        factoryRefs: UnsafeMutablePointer<Unmanaged<AnyFactory>?>,
         lifetimes: UnsafeMutablePointer<Lifetime>,
-        dependencyStart: UnsafeMutablePointer<Int>,
-        dependencySlots: UnsafeMutablePointer<Int>
+        dependencyStart: UnsafeMutablePointer<Int32>,
+        dependencySlots: UnsafeMutablePointer<Int32>
     ) {
         self.core = core
         self.singletonRefs = singletonRefs
@@ -57,7 +57,7 @@ struct ResolutionPlan {
         guard lifetimes[slot] == .transient else { throw core.requiresAwaitError(slot) }
         var arguments = Arguments(self, scope: scope, slot: slot)
         do {
-            return try factoryRefs[slot]._withUnsafeGuaranteedRef { factory in
+            return try factoryRefs[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef { factory in
                 guard let make = unsafeDowncast(factory, to: Factory<Key.Value>.self).makeNow else {
                     throw core.requiresAwaitError(slot)
                 }

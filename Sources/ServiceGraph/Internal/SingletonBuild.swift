@@ -1,19 +1,27 @@
 /// What a build recorded: the creation order and how long each service took.
 struct BuildRecord: Sendable {
     /// Singleton slots in the order they became ready (created and `didAdd` done): a topological order.
-    var order: [Int] = []
-    /// Per slot, how long the factory took (nil for services the build did not create).
-    var factoryDurations: [Duration?]
-    /// Per slot, how long `didAdd` took (nil when the service has no hooks or was not created).
-    var didAddDurations: [Duration?]
+    var order: [Int32] = []
+    /// Per slot, how long the factory took in microseconds (-1 for services the build did not create).
+    var factoryMicroseconds: [Int32]
+    /// Per slot, how long `didAdd` took in microseconds (-1 when it has no hooks or was not created).
+    var didAddMicroseconds: [Int32]
     /// Services whose `didAdd` succeeded, in the order they started.
     var started: [StartedService] = []
     /// Wall-clock time of the whole build.
     var totalDuration: Duration = .zero
 
     init(count: Int) {
-        factoryDurations = Array(repeating: nil, count: count)
-        didAddDurations = Array(repeating: nil, count: count)
+        factoryMicroseconds = Array(repeating: -1, count: count)
+        didAddMicroseconds = Array(repeating: -1, count: count)
+    }
+
+    func factoryDuration(_ slot: Int) -> Duration? {
+        factoryMicroseconds[slot] < 0 ? nil : .microseconds(factoryMicroseconds[slot])
+    }
+
+    func didAddDuration(_ slot: Int) -> Duration? {
+        didAddMicroseconds[slot] < 0 ? nil : .microseconds(didAddMicroseconds[slot])
     }
 }
 
@@ -26,7 +34,7 @@ struct BuildRecord: Sendable {
 /// everything that did start is released in reverse order.
 struct SingletonBuild {
     private let core: GraphCore
-    private let dependents: [[Int]]
+    private let plan: GraphPlan
     private var waiting: [Int]
     private var ready: [Int] = []
     private var nextReady = 0
@@ -35,12 +43,12 @@ struct SingletonBuild {
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
 
-    init(core: GraphCore) {
+    init(plan: GraphPlan, core: GraphCore) {
         self.core = core
-        self.dependents = core.plan.dependents()
-        self.record = BuildRecord(count: core.nodes.count)
-        self.waiting = core.nodes.map(\.dependencies.count)
-        for (slot, node) in core.nodes.enumerated() where node.lifetime == .singleton && waiting[slot] == 0 {
+        self.plan = plan
+        self.record = BuildRecord(count: core.count)
+        self.waiting = (0..<core.count).map { plan.dependencies.degree(of: $0) }
+        for slot in 0..<core.count where core.lifetimes[slot] == .singleton && waiting[slot] == 0 {
             ready.append(slot)
         }
     }
@@ -91,6 +99,7 @@ struct SingletonBuild {
             core.singletons.removeAll()
             return .failure(ServiceGraphError(problems))
         }
+        core.releaseFactories { core.lifetimes[$0] == .singleton }
         return .success(record)
     }
 
@@ -99,8 +108,8 @@ struct SingletonBuild {
         while problems.isEmpty, !Task.isCancelled, nextReady < ready.count {
             let slot = ready[nextReady]
             nextReady += 1
-            let node = core.nodes[slot]
-            guard node.factory.isSynchronous else {
+            let factory = core.factory(at: slot)
+            guard factory.isSynchronous else {
                 running += 1
                 group.addTask { [core] in await Self.create(slot, in: core) }
                 continue
@@ -108,11 +117,11 @@ struct SingletonBuild {
             let start = clock.now
             var arguments = Arguments(core: core, scope: nil, slot: slot)
             do {
-                let box = try node.factory.makeBoxNow(&arguments)
+                let box = try factory.makeBoxNow(&arguments)
                 let elapsed = start.duration(to: clock.now)
-                if let hooks = box.hooks {
+                if let hooks = factory.hooks(of: box) {
                     running += 1
-                    group.addTask { await Self.didAdd(slot, box, hooks, factory: elapsed, node: node) }
+                    group.addTask { [core] in await Self.didAdd(slot, box, hooks, factory: elapsed, core: core) }
                 } else {
                     finish(slot, box, factory: elapsed, didAdd: nil, hooks: nil)
                 }
@@ -124,21 +133,20 @@ struct SingletonBuild {
 
     /// Runs an asynchronous factory, then `didAdd`.
     private static func create(_ slot: Int, in core: GraphCore) async -> Step {
-        let node = core.nodes[slot]
         let clock = ContinuousClock()
         let start = clock.now
         var arguments = Arguments(core: core, scope: nil, slot: slot)
         let box: AnyBox
         do {
-            box = try await node.factory.makeBox(&arguments)
+            box = try await core.factory(at: slot).makeBox(&arguments)
         } catch {
             return .failed(slot: slot, core.failure(error, at: slot))
         }
         let elapsed = start.duration(to: clock.now)
-        guard let hooks = box.hooks else {
+        guard let hooks = core.factory(at: slot).hooks(of: box) else {
             return .created(slot: slot, box: box, factory: elapsed, didAdd: nil, hooks: nil)
         }
-        return await didAdd(slot, box, hooks, factory: elapsed, node: node)
+        return await didAdd(slot, box, hooks, factory: elapsed, core: core)
     }
 
     private static func didAdd(
@@ -146,12 +154,12 @@ struct SingletonBuild {
         _ box: AnyBox,
         _ hooks: any LifecycleHooks,
         factory: Duration,
-        node: Node
+        core: GraphCore
     ) async -> Step {
         let clock = ContinuousClock()
         let start = clock.now
         do {
-            try await Lifecycle.didAdd(hooks, of: node)
+            try await Lifecycle.didAdd(hooks, of: slot, in: core)
         } catch {
             return .failed(slot: slot, error)
         }
@@ -167,13 +175,13 @@ struct SingletonBuild {
         hooks: (any LifecycleHooks)?
     ) {
         core.singletons.store(box, at: slot)
-        record.order.append(slot)
-        record.factoryDurations[slot] = factory
-        record.didAddDurations[slot] = didAdd
+        record.order.append(Int32(slot))
+        record.factoryMicroseconds[slot] = factory.microseconds
+        record.didAddMicroseconds[slot] = didAdd?.microseconds ?? -1
         if let hooks { record.started.append(StartedService(slot: slot, hooks: hooks)) }
-        for dependent in dependents[slot] {
+        for dependent in plan.dependents[slot] {
             waiting[dependent] -= 1
-            if waiting[dependent] == 0 && core.nodes[dependent].lifetime == .singleton { ready.append(dependent) }
+            if waiting[dependent] == 0 && core.lifetimes[dependent] == .singleton { ready.append(dependent) }
         }
     }
 
@@ -182,10 +190,19 @@ struct SingletonBuild {
         .init(
             problem.code,
             key: problem.key,
-            path: core.plan.pathFromRoot(to: slot, dependents: dependents),
+            path: plan.pathFromRoot(to: slot),
             site: problem.site,
             message: problem.message,
             underlyingError: problem.underlyingError
         )
+    }
+}
+
+extension Duration {
+    /// The duration in whole microseconds, saturating at `Int32.max` (about 35 minutes).
+    var microseconds: Int32 {
+        let (seconds, attoseconds) = components
+        let micros = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        return Int32(clamping: micros)
     }
 }
