@@ -29,7 +29,7 @@ struct Arguments {
     mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
         let slot = Int(resolution.dependencySlots[position])
         position += 1
-        return try resolution.valueNow(at: slot, as: key, in: scope)
+        return try resolution.valueNow(at: slot, as: Dependency.Value.self, in: scope)
     }
 
     /// The next dependency's value, awaiting its creation if it is asynchronous or scoped.

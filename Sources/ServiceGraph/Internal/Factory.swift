@@ -17,6 +17,11 @@ class AnyFactory: @unchecked Sendable {
         preconditionFailure("abstract")
     }
 
+    /// The dynamic type of the instance in `box`, to remember which types have no hooks.
+    func instanceType(of box: AnyBox) -> ObjectIdentifier {
+        preconditionFailure("abstract")
+    }
+
     /// Runs the synchronous factory. Only called when ``isSynchronous`` is true.
     func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
         preconditionFailure("abstract")
@@ -59,6 +64,10 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
 
     override func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
         hooksOf(unsafeDowncast(box, to: Box<Value>.self).value)
+    }
+
+    override func instanceType(of box: AnyBox) -> ObjectIdentifier {
+        ObjectIdentifier(type(of: unsafeDowncast(box, to: Box<Value>.self).value) as Any.Type)
     }
 
     override var isSynchronous: Bool { makeNow != nil }

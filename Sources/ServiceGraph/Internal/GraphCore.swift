@@ -179,7 +179,7 @@ final class GraphCore: @unchecked Sendable {
     /// The value at `slot`, made without suspending; see ``ResolutionPlan/valueNow(at:as:in:)``.
     @inlinable
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
-        try resolution.valueNow(at: slot, as: key, in: scope)
+        try resolution.valueNow(at: slot, as: Key.Value.self, in: scope)
     }
 
     /// The value at `slot`, awaiting asynchronous factories and scoped instances.

@@ -49,16 +49,19 @@ struct ResolutionPlan {
     /// The value at `slot`, made without suspending (singletons and synchronous transients).
     ///
     /// The caller has checked `resolvesNow` for the service it resolves, which covers its chain.
+    ///
+    /// Generic over the value type only, not the key: code generic over keys that share a value type
+    /// still calls one specialization.
     @inlinable
-    func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
-        if let value = singleton(at: slot, as: Key.Value.self) {
+    func valueNow<Value: Sendable>(at slot: Int, as type: Value.Type, in scope: ServiceScope?) throws -> Value {
+        if let value = singleton(at: slot, as: Value.self) {
             return value
         }
         guard lifetimes[slot] == .transient else { throw core.requiresAwaitError(slot) }
         var arguments = Arguments(self, scope: scope, slot: slot)
         do {
             return try factoryRefs[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef { factory in
-                guard let make = unsafeDowncast(factory, to: Factory<Key.Value>.self).makeNow else {
+                guard let make = unsafeDowncast(factory, to: Factory<Value>.self).makeNow else {
                     throw core.requiresAwaitError(slot)
                 }
                 return try make(&arguments)

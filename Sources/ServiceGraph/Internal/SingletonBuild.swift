@@ -42,6 +42,9 @@ struct SingletonBuild {
     private var record: BuildRecord
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
+    /// Dynamic types seen to have no lifecycle hooks: most services, whose check is then a set lookup
+    /// instead of a dynamic cast.
+    private var typesWithoutHooks: Set<ObjectIdentifier> = []
 
     init(plan: GraphPlan, core: GraphCore) {
         self.core = core
@@ -119,7 +122,7 @@ struct SingletonBuild {
             do {
                 let box = try factory.makeBoxNow(&arguments)
                 let elapsed = start.duration(to: clock.now)
-                if let hooks = factory.hooks(of: box) {
+                if let hooks = hooks(of: box, madeBy: factory) {
                     running += 1
                     group.addTask { [core] in await Self.didAdd(slot, box, hooks, factory: elapsed, core: core) }
                 } else {
@@ -129,6 +132,15 @@ struct SingletonBuild {
                 problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
             }
         }
+    }
+
+    /// The hooks of a freshly made instance, remembering the types that have none.
+    private mutating func hooks(of box: AnyBox, madeBy factory: AnyFactory) -> (any LifecycleHooks)? {
+        let type = factory.instanceType(of: box)
+        if typesWithoutHooks.contains(type) { return nil }
+        let hooks = factory.hooks(of: box)
+        if hooks == nil { typesWithoutHooks.insert(type) }
+        return hooks
     }
 
     /// Runs an asynchronous factory, then `didAdd`.
