@@ -44,6 +44,18 @@ public struct ServiceGraphError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ServiceGraphError {
+    /// Thrown by the synchronous thunk of an asynchronous factory; the resolve path checks first, so
+    /// this only guards against misuse of internals.
+    @usableFromInline
+    static func asynchronousFactory<Value>(_ value: Value.Type) -> ServiceGraphError {
+        let name = TypeName.display(Value.self)
+        return ServiceGraphError(
+            .init(.requiresAwait, key: name, message: "a factory of \(name) is async; use `try await resolve`")
+        )
+    }
+}
+
+extension ServiceGraphError {
     /// What kind of problem was found. New codes may be added without breaking existing code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {

@@ -41,13 +41,23 @@ final class HandWired: Sendable {
         }
     }
 
-    /// Builds a generated graph of `count` nodes.
-    static func buildGraph(count: Int) -> [GraphNode] {
+    /// A generated graph's nodes. Releases them newest first: dropping the array front to back would
+    /// free a 100,000-deep chain recursively and overflow the stack.
+    final class Graph {
         var nodes: [GraphNode] = []
-        nodes.reserveCapacity(count)
-        for index in 0..<count {
-            nodes.append(GraphNode(generatedDependencies(of: index).map { nodes[$0] }))
+
+        deinit {
+            while nodes.popLast() != nil {}
         }
-        return nodes
+    }
+
+    /// Builds a generated graph of `count` nodes.
+    static func buildGraph(count: Int) -> Graph {
+        let graph = Graph()
+        graph.nodes.reserveCapacity(count)
+        for index in 0..<count {
+            graph.nodes.append(GraphNode(generatedDependencies(of: index).map { graph.nodes[$0] }))
+        }
+        return graph
     }
 }

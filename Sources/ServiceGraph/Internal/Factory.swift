@@ -41,8 +41,12 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
     @usableFromInline
     typealias AsyncThunk = @Sendable (inout Arguments) async throws -> Value
 
+    /// The synchronous thunk; for an asynchronous factory, one that throws
+    /// ``ServiceGraphError/Code/requiresAwait`` (not optional, so calling it loads one closure).
     @usableFromInline
-    let makeNow: SyncThunk?
+    let makeNow: SyncThunk
+    @usableFromInline
+    let hasSynchronousFactory: Bool
     @usableFromInline
     let make: AsyncThunk
     /// `Box<Value>`, looked up once where the factory is made (specialized, in the module that
@@ -56,7 +60,8 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
 
     @inlinable
     init(makeNow: SyncThunk?, make: @escaping AsyncThunk) {
-        self.makeNow = makeNow
+        self.makeNow = makeNow ?? { _ in throw ServiceGraphError.asynchronousFactory(Value.self) }
+        self.hasSynchronousFactory = makeNow != nil
         self.make = make
         self.boxType = Box<Value>.self
         self.hooksOf = { $0 as? any LifecycleHooks }
@@ -70,10 +75,10 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
         ObjectIdentifier(type(of: unsafeDowncast(box, to: Box<Value>.self).value) as Any.Type)
     }
 
-    override var isSynchronous: Bool { makeNow != nil }
+    override var isSynchronous: Bool { hasSynchronousFactory }
 
     override func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
-        boxType.init(try makeNow!(&arguments))
+        boxType.init(try makeNow(&arguments))
     }
 
     override func makeBox(_ arguments: inout Arguments) async throws -> AnyBox {

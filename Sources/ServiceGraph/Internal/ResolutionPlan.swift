@@ -61,10 +61,7 @@ struct ResolutionPlan {
         var arguments = Arguments(self, scope: scope, slot: slot)
         do {
             return try factoryRefs[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef { factory in
-                guard let make = unsafeDowncast(factory, to: Factory<Value>.self).makeNow else {
-                    throw core.requiresAwaitError(slot)
-                }
-                return try make(&arguments)
+                try unsafeDowncast(factory, to: Factory<Value>.self).makeNow(&arguments)
             }
         } catch {
             throw core.failure(error, at: slot)
