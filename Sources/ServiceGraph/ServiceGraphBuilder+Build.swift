@@ -22,7 +22,7 @@ extension ServiceGraph.Builder {
     /// - Throws: A ``ServiceGraphError``: the validation problems, or the failing service with its path.
     public func build() async throws(ServiceGraphError) -> ServiceGraph {
         let plan = try validatedPlan()
-        let core = GraphCore(plan: plan)
+        let core = GraphCore(plan: plan, hookTimeout: hookTimeout)
         var build = SingletonBuild(plan: plan, core: core)
         switch await build.run() {
         case .success(let record): return ServiceGraph(core: core, record: record)

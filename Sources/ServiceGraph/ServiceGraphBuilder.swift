@@ -17,6 +17,12 @@ extension ServiceGraph {
         /// The last validated plan, so `validate()` then `build()` validates once.
         let validatedPlans = ValidatedPlanCache()
 
+        /// How long a ``LifecycleHooks/didAdd()`` or ``LifecycleHooks/willRemove()`` may run before the
+        /// graph abandons it with ``ServiceGraphError/Code/hookTimedOut`` and goes on (cleaning up after
+        /// a failed `didAdd`, releasing the other services after a stuck `willRemove`). The abandoned
+        /// hook is cancelled. `nil`, the default, waits for hooks however long they take.
+        public var hookTimeout: Duration?
+
         /// Creates an empty builder.
         public init() {}
 
@@ -117,7 +123,7 @@ extension ServiceGraph.Builder {
     @inlinable
     mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
-        lifetime: Lifetime,
+        lifetime: Lifetime?,
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString,
         line: UInt,
@@ -147,7 +153,7 @@ extension ServiceGraph.Builder {
     @inlinable
     mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
-        lifetime: Lifetime,
+        lifetime: Lifetime?,
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString,
         line: UInt,
@@ -184,22 +190,22 @@ extension ServiceGraph.Builder {
     @usableFromInline
     mutating func append<Key: ServiceKey>(
         _ key: Key.Type,
-        lifetime: Lifetime,
+        lifetime: Lifetime?,
         dependencies: [any ServiceKey.Type],
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
         factory: AnyFactory
     ) {
-        registrations.append(
-            Registration(
-                key: key,
-                lifetime: lifetime,
-                dependencies: dependencies,
-                site: SiteLiteral(fileID: fileID, line: line),
-                factory: factory,
-                isOverride: isOverride
-            )
+        var registration = Registration(
+            key: key,
+            lifetime: lifetime ?? .singleton,
+            dependencies: dependencies,
+            site: SiteLiteral(fileID: fileID, line: line),
+            factory: factory,
+            isOverride: isOverride
         )
+        registration.inheritsLifetime = lifetime == nil
+        registrations.append(registration)
     }
 }

@@ -1,18 +1,104 @@
 import ServiceGraph
+import Synchronization
 
-/// Distinct key types made at run time, for large generated graphs.
+/// Distinct key types made at run time, for large and random generated graphs.
 ///
 /// Key `n` is a type spelling `n` in binary: `Bit1<Bit0<Bit1<Root>>>` is key 5. Every `n` below
 /// 2^bits gets its own type (and so its own identity in the graph) with nesting only `bits` deep.
-protocol GeneratedKey: ServiceKey where Value == Int {}
+protocol GeneratedKey: ServiceKey where Value == GeneratedService {}
 
-enum GeneratedRoot: GeneratedKey { typealias Value = Int }
-enum Bit0<Inner: GeneratedKey>: GeneratedKey { typealias Value = Int }
-enum Bit1<Inner: GeneratedKey>: GeneratedKey { typealias Value = Int }
+enum GeneratedRoot: GeneratedKey { typealias Value = GeneratedService }
+enum Bit0<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
+enum Bit1<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
 
 extension GeneratedKey {
     static var appendingZero: any GeneratedKey.Type { Bit0<Self>.self }
     static var appendingOne: any GeneratedKey.Type { Bit1<Self>.self }
+}
+
+/// A generated service: its value is one plus the sum of its dependencies' values.
+class GeneratedService: @unchecked Sendable {
+    let index: Int
+    let value: Int
+
+    init(index: Int, value: Int) {
+        self.index = index
+        self.value = value
+    }
+}
+
+/// A generated service that reports its life to a ``GraphRecorder`` and fails where it is told to.
+final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Sendable {
+    let recorder: GraphRecorder
+
+    init(index: Int, value: Int, recorder: GraphRecorder) {
+        self.recorder = recorder
+        super.init(index: index, value: value)
+        recorder.record(.created(index))
+    }
+
+    deinit {
+        recorder.released()
+    }
+
+    func didAdd() async throws {
+        recorder.record(.didAdd(index))
+        if recorder.plan.hangingDidAdd == index {
+            while true { try await Task.sleep(for: .seconds(3600)) }
+        }
+        if recorder.plan.failingDidAdd == index { throw TestFailure("didAdd of \(index) failed on purpose") }
+    }
+
+    func willRemove() async throws {
+        recorder.record(.willRemove(index))
+        if recorder.plan.hangingWillRemove == index {
+            // Ignores cancellation on purpose: the graph must abandon it, not wait for it.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        }
+        if recorder.plan.failingWillRemove.contains(index) {
+            throw TestFailure("willRemove of \(index) failed on purpose")
+        }
+    }
+}
+
+/// Where a generated graph's services fail on purpose.
+struct FailurePlan: Sendable {
+    var failingFactory: Int?
+    var failingDidAdd: Int?
+    var failingWillRemove: Set<Int> = []
+    var hangingDidAdd: Int?
+    var hangingWillRemove: Int?
+}
+
+/// Records what happens to a generated graph's services, in order, and counts live instances.
+final class GraphRecorder: Sendable {
+    enum Event: Equatable, Sendable {
+        case created(Int)
+        case didAdd(Int)
+        case willRemove(Int)
+    }
+
+    let plan: FailurePlan
+    private let log = Mutex<[Event]>([])
+    private let live = Atomic<Int>(0)
+
+    init(plan: FailurePlan = FailurePlan()) {
+        self.plan = plan
+    }
+
+    func record(_ event: Event) {
+        if case .created = event { live.add(1, ordering: .relaxed) }
+        log.withLock { $0.append(event) }
+    }
+
+    func released() { live.subtract(1, ordering: .relaxed) }
+
+    var events: [Event] { log.withLock { $0 } }
+    var alive: Int { live.load(ordering: .relaxed) }
+
+    func position(of event: Event) -> Int? { events.firstIndex(of: event) }
+    func count(of event: Event) -> Int { events.filter { $0 == event }.count }
 }
 
 enum GeneratedKeys {
@@ -25,27 +111,35 @@ enum GeneratedKeys {
         return key
     }
 
-    /// Provides `key` as the sum of its dependencies' values plus one.
+    /// Provides key `index` as one plus the sum of its dependencies' values; with a recorder, as a
+    /// ``RecordingService`` that follows the recorder's failure plan.
     static func provide(
-        _ key: any GeneratedKey.Type,
+        _ index: Int,
         lifetime: Lifetime = .singleton,
-        dependsOn dependencies: [any GeneratedKey.Type],
+        dependsOn dependencies: [Int],
+        recorder: GraphRecorder? = nil,
         into builder: inout ServiceGraph.Builder
     ) {
+        let make: @Sendable ([GeneratedService]) throws -> GeneratedService = { values in
+            let value = values.reduce(1) { $0 + $1.value }
+            guard let recorder else { return GeneratedService(index: index, value: value) }
+            if recorder.plan.failingFactory == index { throw TestFailure("factory of \(index) failed on purpose") }
+            return RecordingService(index: index, value: value, recorder: recorder)
+        }
         func open<K: GeneratedKey>(_ key: K.Type) {
-            switch dependencies.count {
-            case 0: builder.provide(key, lifetime: lifetime) { 1 }
-            case 1: provide1(key, dependencies[0])
-            case 2: provide2(key, dependencies[0], dependencies[1])
-            default: provide3(key, dependencies[0], dependencies[1], dependencies[2])
+            let keys = dependencies.map { self.key($0) }
+            switch keys.count {
+            case 0: builder.provide(key, lifetime: lifetime) { try make([]) }
+            case 1: provide1(key, keys[0])
+            case 2: provide2(key, keys[0], keys[1])
+            default: provide3(key, keys[0], keys[1], keys[2])
             }
         }
         func provide1<K: GeneratedKey, D1: GeneratedKey>(_ key: K.Type, _ d1: D1.Type) {
-            builder.provide(key, lifetime: lifetime, dependsOn: d1) { $0 + 1 }
+            builder.provide(key, lifetime: lifetime, dependsOn: d1) { try make([$0]) }
         }
-        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type)
-        {
-            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { $0 + $1 + 1 }
+        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type) {
+            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { try make([$0, $1]) }
         }
         func provide3<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey, D3: GeneratedKey>(
             _ key: K.Type,
@@ -53,23 +147,27 @@ enum GeneratedKeys {
             _ d2: D2.Type,
             _ d3: D3.Type
         ) {
-            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) { $0 + $1 + $2 + 1 }
+            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) { try make([$0, $1, $2]) }
         }
-        open(key)
+        precondition(dependencies.count <= 3, "generated services depend on at most three others")
+        open(key(index))
     }
 
     /// Provides a chain of `length` singletons, each depending on the one before.
     static func provideChain(into builder: inout ServiceGraph.Builder, length: Int) {
         for index in 0..<length {
-            provide(key(index), dependsOn: index == 0 ? [] : [key(index - 1)], into: &builder)
+            provide(index, dependsOn: index == 0 ? [] : [index - 1], into: &builder)
         }
     }
+
+    /// The name the graph uses for key `index`.
+    static func name(_ index: Int) -> String { key(index).serviceName }
 }
 
 extension ServiceGraph {
-    /// The singleton value of a generated key.
-    func resolveValue(_ key: any GeneratedKey.Type) -> Int {
-        func open<K: GeneratedKey>(_ key: K.Type) -> Int { self[key] }
-        return open(key)
+    /// The singleton value of generated key `index`.
+    func generatedValue(_ index: Int) -> Int {
+        func open<K: GeneratedKey>(_ key: K.Type) -> Int { self[key].value }
+        return open(GeneratedKeys.key(index))
     }
 }

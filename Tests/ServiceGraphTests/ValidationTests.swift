@@ -55,11 +55,7 @@ struct ValidationTests {
         var builder = ServiceGraph.Builder()
         for index in 0..<5_000 {
             let dependencies = [index / 2, index / 3, index - 1].filter { $0 >= 0 && $0 < index }
-            GeneratedKeys.provide(
-                GeneratedKeys.key(index),
-                dependsOn: Array(Set(dependencies)).sorted().map { GeneratedKeys.key($0) },
-                into: &builder
-            )
+            GeneratedKeys.provide(index, dependsOn: Array(Set(dependencies)).sorted(), into: &builder)
         }
         try builder.validate()
     }

@@ -19,6 +19,8 @@ final class GraphCore: @unchecked Sendable {
     let needsScope: [Bool]
     @usableFromInline
     let isShutDown = Atomic<Bool>(false)
+    /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
+    let hookTimeout: Duration?
 
     // The flat resolution plan. Raw buffers, owned by the core and immutable after `init` (but for
     // the factories of singletons, released once the build is done), so reading them costs no
@@ -52,7 +54,8 @@ final class GraphCore: @unchecked Sendable {
     let dependencySlots: UnsafeMutableBufferPointer<Int32>
 
     /// Makes the core of a valid plan (no missing edges, no cycles); the plan is not kept.
-    init(plan: GraphPlan) {
+    init(plan: GraphPlan, hookTimeout: Duration?) {
+        self.hookTimeout = hookTimeout
         let count = plan.count
         var files: [StaticString] = []
         var fileIndex: [UInt: UInt32] = [:]

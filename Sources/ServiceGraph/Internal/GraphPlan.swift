@@ -57,7 +57,9 @@ struct GraphPlan: Sendable {
         var overridden = Array(repeating: false, count: providers.count)
         for registration in registrations where registration.isOverride {
             if let slot = table.slot(for: registration.keyID) {
-                providers[slot] = registration
+                let replaced = providers[slot]
+                providers[slot] =
+                    registration.inheritsLifetime ? registration.with(lifetime: replaced.lifetime) : registration
                 overridden[slot] = true
             } else {
                 problems.append(

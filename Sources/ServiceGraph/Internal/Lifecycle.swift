@@ -1,53 +1,137 @@
+import Synchronization
+
 /// A created instance whose ``LifecycleHooks/didAdd()`` succeeded: it must get ``LifecycleHooks/willRemove()``.
 struct StartedService: Sendable {
     let slot: Int
     let hooks: any LifecycleHooks
 }
 
-/// Runs lifecycle hooks and turns their failures into problems that name the service.
+/// Runs lifecycle hooks, with the graph's timeout, and turns their failures into problems that name
+/// the service.
 enum Lifecycle {
     /// Calls `didAdd` on a freshly created instance.
     static func didAdd(_ hooks: any LifecycleHooks, of slot: Int, in core: GraphCore) async throws(ServiceGraphError) {
-        do {
-            try await hooks.didAdd()
-        } catch {
-            let name = core.name(slot)
-            throw ServiceGraphError(
-                .init(
-                    .didAddFailed,
-                    key: name,
-                    path: [name],
-                    site: core.site(slot),
-                    message: "didAdd of \(name) threw: \(error)",
-                    underlyingError: error
-                )
-            )
+        if let problem = await run("didAdd", of: slot, in: core, hooks.didAdd) {
+            throw ServiceGraphError(problem)
         }
     }
 
     /// Calls `willRemove` on each started service, most recently started first, and keeps going when
-    /// one throws. Each hook runs exactly once.
+    /// one throws or times out. Each hook runs exactly once.
     ///
-    /// - Returns: One problem per hook that threw, in the order they ran.
+    /// - Returns: One problem per hook that failed, in the order they ran.
     static func release(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for service in started.reversed() {
-            do {
-                try await service.hooks.willRemove()
-            } catch {
-                let name = core.name(service.slot)
-                problems.append(
-                    .init(
-                        .willRemoveFailed,
-                        key: name,
-                        path: [name],
-                        site: core.site(service.slot),
-                        message: "willRemove of \(name) threw: \(error)",
-                        underlyingError: error
-                    )
-                )
+            if let problem = await run("willRemove", of: service.slot, in: core, service.hooks.willRemove) {
+                problems.append(problem)
             }
         }
         return problems
+    }
+
+    /// Runs one hook; nil when it succeeded, else the problem (it threw, or did not finish in time).
+    private static func run(
+        _ hookName: String,
+        of slot: Int,
+        in core: GraphCore,
+        _ hook: @escaping @Sendable () async throws -> Void
+    ) async -> ServiceGraphError.Problem? {
+        let name = core.name(slot)
+        do {
+            try await withTimeout(core.hookTimeout, hook)
+            return nil
+        } catch let timeout as HookTimedOut {
+            return .init(
+                .hookTimedOut,
+                key: name,
+                path: [name],
+                site: core.site(slot),
+                message: "\(hookName) of \(name) did not finish within \(timeout.limit) and was abandoned"
+            )
+        } catch {
+            return .init(
+                hookName == "didAdd" ? .didAddFailed : .willRemoveFailed,
+                key: name,
+                path: [name],
+                site: core.site(slot),
+                message: "\(hookName) of \(name) threw: \(error)",
+                underlyingError: error
+            )
+        }
+    }
+
+    /// Runs `operation`, giving up on it after `limit`: the caller goes on, the operation is cancelled
+    /// and left to finish (or not) on its own. With no limit, runs it in place.
+    static func withTimeout(
+        _ limit: Duration?,
+        _ operation: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        guard let limit else {
+            try await operation()
+            return
+        }
+        let outcome = OneShot()
+        let work = Task {
+            do {
+                try await operation()
+                outcome.finish(.success(()))
+            } catch {
+                outcome.finish(.failure(error))
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            outcome.finish(.failure(HookTimedOut(limit: limit)))
+        }
+        defer { timer.cancel() }
+        do {
+            try await withTaskCancellationHandler {
+                try await outcome.wait()
+            } onCancel: {
+                work.cancel()
+            }
+        } catch let timeout as HookTimedOut {
+            work.cancel()
+            throw timeout
+        }
+    }
+}
+
+/// The error a hook that ran out of time is abandoned with.
+struct HookTimedOut: Error {
+    let limit: Duration
+}
+
+/// A result delivered once, to one waiter, whichever side comes first.
+private final class OneShot: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<Void, any Error>?)
+        case done(Result<Void, any Error>)
+    }
+
+    private let state = Mutex<State>(.waiting(nil))
+
+    func finish(_ result: Result<Void, any Error>) {
+        let waiter: CheckedContinuation<Void, any Error>? = state.withLock { state in
+            guard case .waiting(let waiter) = state else { return nil }
+            state = .done(result)
+            return waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    func wait() async throws {
+        try await withCheckedThrowingContinuation { continuation in
+            let ready: Result<Void, any Error>? = state.withLock { state in
+                switch state {
+                case .done(let result): return result
+                case .waiting:
+                    state = .waiting(continuation)
+                    return nil
+                }
+            }
+            if let ready { continuation.resume(with: ready) }
+        }
     }
 }

@@ -7,6 +7,20 @@ struct Registration: Sendable {
     let factory: AnyFactory
     /// Whether this registration replaces an earlier provider of the same key (see `override`).
     let isOverride: Bool
+    /// For an override without a lifetime of its own: take the replaced provider's.
+    var inheritsLifetime = false
+
+    /// This registration with another lifetime (an override taking the one it replaces).
+    func with(lifetime: Lifetime) -> Registration {
+        Registration(
+            key: key,
+            lifetime: lifetime,
+            dependencies: dependencies,
+            site: site,
+            factory: factory,
+            isOverride: isOverride
+        )
+    }
 
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }
     var name: String { key.serviceName }

@@ -1,0 +1,73 @@
+extension ServiceGraph.Builder {
+    /// Replaces the provider of `key`, keeping every other provider: the way a test swaps in a double.
+    ///
+    /// Every service that depends on `key` gets the override's value; the factory is type-checked
+    /// against the key's `Value` like any provider's. Overriding a key that was never provided is a
+    /// validation error (``ServiceGraphError/Code/overrideOfUnknownKey``), as a typo would otherwise
+    /// silently test the real service.
+    ///
+    /// ```swift
+    /// var test = ServiceGraph.Builder.application   // a copy: the app's wiring, not its instances
+    /// test.override(DatabaseKey.self) { InMemoryDatabase() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - key: The key whose provider to replace.
+    ///   - lifetime: The override's lifetime; by default the one of the provider it replaces.
+    ///   - dependencies: The keys whose values the factory receives.
+    ///   - factory: Makes the replacement from its dependencies' values.
+    @inlinable
+    public mutating func override<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        record(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true,
+            factory: factory
+        )
+    }
+
+    /// Replaces the provider of `key` with an asynchronous factory; see the synchronous overload.
+    @inlinable
+    public mutating func override<Key: ServiceKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        record(
+            key,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true,
+            factory: factory
+        )
+    }
+
+    /// Replaces the provider of `key` with a value made by the caller, as a singleton.
+    ///
+    /// The caller keeps its own reference to `value`, typed as the double it is, so a test reads back
+    /// what the double recorded without casting.
+    @inlinable
+    public mutating func override<Key: ServiceKey>(
+        _ key: Key.Type,
+        with value: Key.Value,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        record(key, lifetime: .singleton, fileID: fileID, line: line, isOverride: true) { value }
+    }
+}
