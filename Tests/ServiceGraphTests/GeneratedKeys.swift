@@ -117,6 +117,7 @@ enum GeneratedKeys {
         _ index: Int,
         lifetime: Lifetime = .singleton,
         dependsOn dependencies: [Int],
+        asynchronous: Bool = false,
         recorder: GraphRecorder? = nil,
         into builder: inout ServiceGraph.Builder
     ) {
@@ -128,6 +129,10 @@ enum GeneratedKeys {
         }
         func open<K: GeneratedKey>(_ key: K.Type) {
             let keys = dependencies.map { self.key($0) }
+            if asynchronous {
+                provideAsync(key, keys)
+                return
+            }
             switch keys.count {
             case 0: builder.provide(key, lifetime: lifetime) { try make([]) }
             case 1: provide1(key, keys[0])
@@ -138,7 +143,8 @@ enum GeneratedKeys {
         func provide1<K: GeneratedKey, D1: GeneratedKey>(_ key: K.Type, _ d1: D1.Type) {
             builder.provide(key, lifetime: lifetime, dependsOn: d1) { try make([$0]) }
         }
-        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type) {
+        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type)
+        {
             builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { try make([$0, $1]) }
         }
         func provide3<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey, D3: GeneratedKey>(
@@ -148,6 +154,41 @@ enum GeneratedKeys {
             _ d3: D3.Type
         ) {
             builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) { try make([$0, $1, $2]) }
+        }
+        func provideAsync<K: GeneratedKey>(_ key: K.Type, _ keys: [any GeneratedKey.Type]) {
+            // An async factory: it yields first, so concurrent builds interleave.
+            func opened<D1: GeneratedKey, D2: GeneratedKey, D3: GeneratedKey>(
+                _ d1: D1.Type,
+                _ d2: D2.Type,
+                _ d3: D3.Type
+            ) {
+                switch keys.count {
+                case 1:
+                    builder.provide(key, lifetime: lifetime, dependsOn: d1) { a async throws in
+                        await Task.yield()
+                        return try make([a])
+                    }
+                case 2:
+                    builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { a, b async throws in
+                        await Task.yield()
+                        return try make([a, b])
+                    }
+                default:
+                    builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) { a, b, c async throws in
+                        await Task.yield()
+                        return try make([a, b, c])
+                    }
+                }
+            }
+            if keys.isEmpty {
+                builder.provide(key, lifetime: lifetime) { () async throws in
+                    await Task.yield()
+                    return try make([])
+                }
+                return
+            }
+            let padded = keys + Array(repeating: keys[0], count: 3 - keys.count)
+            opened(padded[0], padded[1], padded[2])
         }
         precondition(dependencies.count <= 3, "generated services depend on at most three others")
         open(key(index))
@@ -160,8 +201,15 @@ enum GeneratedKeys {
         }
     }
 
-    /// The name the graph uses for key `index`.
-    static func name(_ index: Int) -> String { key(index).serviceName }
+    /// The name the graph uses for key `index` (cached: reflecting a nested generic type is slow).
+    static func name(_ index: Int) -> String {
+        if let name = names.withLock({ $0[index] }) { return name }
+        let name = key(index).serviceName
+        names.withLock { $0[index] = name }
+        return name
+    }
+
+    private static let names = Mutex<[Int: String]>([:])
 }
 
 extension ServiceGraph {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The builder's registrations resolved to integer slots: one provider per key, edges as slot indices.
 ///
 /// Making a plan never runs a factory. A plan is made even for a broken graph (missing keys appear as
@@ -90,7 +92,13 @@ struct GraphPlan: Sendable {
         self.dependents = Adjacency(reversing: dependencies)
     }
 
-    func name(_ slot: Int) -> String { providers[slot].name }
+    /// Names are made only for errors and dumps, and making one is slow (type reflection), so each is
+    /// made once per plan.
+    private let names = NameCache()
+
+    func name(_ slot: Int) -> String {
+        names.name(slot) { providers[slot].name }
+    }
 
     /// A path of key names from a root of the graph (a service nothing depends on) down to `slot`.
     ///
@@ -104,5 +112,17 @@ struct GraphPlan: Sendable {
             current = parent
         }
         return path.reversed().map(name)
+    }
+}
+
+/// A plan's key names, made on first use.
+final class NameCache: Sendable {
+    private let names = Mutex<[Int: String]>([:])
+
+    func name(_ slot: Int, make: () -> String) -> String {
+        if let name = names.withLock({ $0[slot] }) { return name }
+        let name = make()
+        names.withLock { $0[slot] = name }
+        return name
     }
 }

@@ -30,10 +30,14 @@ struct GraphValidator {
                 }
                 let missingKey = provider.dependencies[position]
                 let missingName = missingKey.serviceName
-                var message = "\(missingName) has no provider; \(provider.name) requires it"
-                let suggestions = (byValueType[missingKey.valueTypeID] ?? []).map(plan.name)
+                var message = "\(missingName) has no provider; \(plan.name(slot)) requires it"
+                let candidates = byValueType[missingKey.valueTypeID] ?? []
+                let suggestions = NameSuggestions.sameValueType(missingName, among: candidates, named: plan.name)
                 if !suggestions.isEmpty {
-                    let list = suggestions.joined(separator: ", ")
+                    var list = suggestions.joined(separator: ", ")
+                    if candidates.count > suggestions.count {
+                        list += " (or \(candidates.count - suggestions.count) more keys of that type)"
+                    }
                     message += ". Did you mean \(list)? (also provides \(missingKey.valueTypeName))"
                 }
                 problems.append(
@@ -165,11 +169,11 @@ struct GraphValidator {
                 problems.append(
                     .init(
                         .captiveDependency,
-                        key: provider.name,
-                        path: plan.pathFromRoot(to: slot) + [captive.name],
+                        key: plan.name(slot),
+                        path: plan.pathFromRoot(to: slot) + [plan.name(dependency)],
                         site: provider.site.site,
                         message:
-                            "captive dependency: \(provider.name) (\(provider.lifetime)) depends on \(captive.name) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
+                            "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
                     )
                 )
             }

@@ -12,6 +12,20 @@ enum NameSuggestions {
         return scored.sorted { ($0.1, $0.0) < ($1.1, $1.0) }.prefix(3).map(\.0)
     }
 
+    /// Up to three keys providing the same value type as a missing key, closest names first. Ranking
+    /// by name is skipped for more than 16 candidates (then the first three registered are shown), so a
+    /// graph of 100,000 keys of one type does not make validation quadratic.
+    static func sameValueType(_ name: String, among slots: [Int], named: (Int) -> String) -> [String] {
+        guard slots.count <= 16 else { return slots.prefix(3).map(named) }
+        let target = Array(name.lowercased().utf8)
+        return
+            slots
+            .map { slot in (named(slot), editDistance(target, Array(named(slot).lowercased().utf8))) }
+            .sorted { ($0.1, $0.0) < ($1.1, $1.0) }
+            .prefix(3)
+            .map(\.0)
+    }
+
     /// Levenshtein distance, two rows.
     static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
         if a.isEmpty { return b.count }

@@ -1,0 +1,104 @@
+import ServiceGraph
+import Testing
+
+/// Validation and build checked against a plain reference on many random graphs. Every expectation
+/// names its seed; `SERVICEGRAPH_SEED=<seed> swift test --filter RandomGraph` replays one.
+@Suite("Random graphs against a reference")
+struct RandomGraphPropertyTests {
+    @Test func validationFindsExactlyTheProblemsTheReferenceFinds() throws {
+        var invalidGraphs = 0
+        for seed in RandomCases.seeds(default: 1_000, salt: 1) {
+            var random = SplitMix64(seed: seed)
+            let graph = RandomGraph.arbitrary(&random)
+            let expected = ReferenceValidation(graph)
+            let builder = graph.builder()
+            guard !expected.isValid else {
+                #expect(throws: Never.self, "seed \(seed): \(graph)") { try builder.validate() }
+                continue
+            }
+            invalidGraphs += 1
+            let error = try #require(throws: ServiceGraphError.self, "seed \(seed): \(graph)") {
+                try builder.validate()
+            }
+            check(error, against: expected, graph: graph, seed: seed)
+        }
+        #expect(invalidGraphs > 0, "the generator makes broken graphs too")
+    }
+
+    private func check(
+        _ error: ServiceGraphError,
+        against expected: ReferenceValidation,
+        graph: RandomGraph,
+        seed: UInt64
+    ) {
+        let problems = error.problems
+        let known: [ServiceGraphError.Code] = [.duplicateProvider, .missingProvider, .cycle, .captiveDependency]
+        #expect(problems.allSatisfy { known.contains($0.code) }, "seed \(seed): unexpected \(error)")
+
+        let duplicates = problems.filter { $0.code == .duplicateProvider }.map(\.key)
+        #expect(duplicates.sorted() == expected.duplicates.sorted(), "seed \(seed)")
+
+        let missing = problems.filter { $0.code == .missingProvider }.map { problem in
+            ReferenceValidation.Pair(first: problem.path.dropLast().last ?? "", second: problem.key)
+        }
+        #expect(missing.sorted() == expected.missing.sorted(), "seed \(seed)")
+
+        let captive = problems.filter { $0.code == .captiveDependency }.map { problem in
+            ReferenceValidation.Pair(first: problem.key, second: problem.path.last ?? "")
+        }
+        #expect(captive.sorted() == expected.captive.sorted(), "seed \(seed)")
+
+        // Each cycle: a real cycle (first = last, every step an edge), inside one reference group,
+        // and each group reported exactly once.
+        let index = Dictionary(uniqueKeysWithValues: (0..<graph.count).map { (GeneratedKeys.name($0), $0) })
+        let cycles = problems.filter { $0.code == .cycle }
+        #expect(cycles.count == expected.cycleGroups.count, "seed \(seed)")
+        var reportedGroups = Set<Int>()
+        for cycle in cycles {
+            let members = cycle.path.compactMap { index[$0] }
+            #expect(members.count == cycle.path.count && members.count >= 2, "seed \(seed)")
+            #expect(members.first == members.last, "seed \(seed)")
+            for (from, to) in zip(members, members.dropFirst()) {
+                #expect(graph.dependencies[from].contains(to), "seed \(seed): \(from) → \(to) is not an edge")
+            }
+            let group = expected.cycleGroups.firstIndex { $0.contains(members[0]) }
+            #expect(group != nil, "seed \(seed)")
+            if let group {
+                #expect(members.allSatisfy { expected.cycleGroups[group].contains($0) }, "seed \(seed)")
+                #expect(reportedGroups.insert(group).inserted, "seed \(seed): a group reported twice")
+            }
+        }
+    }
+
+    @Test func validGraphsBuildEachSingletonOnceAfterItsDependenciesAndReleaseInReverse() async throws {
+        for seed in RandomCases.seeds(default: 300, salt: 2) {
+            var random = SplitMix64(seed: seed)
+            let graph = RandomGraph.valid(&random)
+            let recorder = GraphRecorder()
+            var built: ServiceGraph? = try await graph.builder(recorder: recorder).build()
+            let singletons = graph.singletons
+            for service in 0..<graph.count {
+                let expected = graph.lifetimes[service] == .singleton ? 1 : 0
+                #expect(recorder.count(of: .created(service)) == expected, "seed \(seed): service \(service)")
+            }
+            for service in singletons {
+                let created = try #require(recorder.position(of: .created(service)), "seed \(seed)")
+                for dependency in graph.dependencies[service] {
+                    let ready = try #require(recorder.position(of: .didAdd(dependency)), "seed \(seed)")
+                    #expect(ready < created, "seed \(seed): \(service) created before \(dependency) was ready")
+                }
+            }
+            try await built?.shutdown()
+            for service in singletons {
+                #expect(recorder.count(of: .willRemove(service)) == 1, "seed \(seed): service \(service)")
+                let removed = try #require(recorder.position(of: .willRemove(service)), "seed \(seed)")
+                for dependency in graph.dependencies[service] {
+                    let dependencyRemoved = try #require(recorder.position(of: .willRemove(dependency)), "seed \(seed)")
+                    #expect(removed < dependencyRemoved, "seed \(seed): \(dependency) removed before \(service)")
+                }
+            }
+            built = nil
+            #expect(recorder.alive == 0, "seed \(seed): instances outlived their graph")
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+import ServiceGraph
+
+/// SplitMix64: a tiny, seedable generator, so a failing random graph can be replayed from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// How many random cases a property test runs, and from which seed: `SERVICEGRAPH_SEED=N` replays one
+/// case; `SERVICEGRAPH_RANDOM_CASES=N` runs more (the README's long variant).
+enum RandomCases {
+    static func seeds(default count: Int, salt: UInt64) -> [UInt64] {
+        let environment = ProcessEnvironment.self
+        if let seed = environment.value("SERVICEGRAPH_SEED").flatMap(UInt64.init) { return [seed] }
+        let total = environment.value("SERVICEGRAPH_RANDOM_CASES").flatMap(Int.init) ?? count
+        return (0..<UInt64(total)).map { salt &* 1_000_003 &+ $0 }
+    }
+}
+
+enum ProcessEnvironment {
+    static func value(_ name: String) -> String? {
+        ProcessInfo.processInfo.environment[name]
+    }
+}
+
+extension Lifetime {
+    /// How long a lifetime lasts, the reference's own way: a service may depend only on services that
+    /// last at least as long.
+    var referenceRank: Int {
+        switch self {
+        case .singleton: 3
+        case .scoped: 2
+        case .transient: 1
+        }
+    }
+}
+
+/// A random service graph over generated keys: keys `0..<count` are provided (in that order),
+/// keys `count..<count + missingCount` are depended on but never provided.
+struct RandomGraph: CustomStringConvertible {
+    var count: Int
+    var missingCount: Int
+    var lifetimes: [Lifetime]
+    var dependencies: [[Int]]
+    /// Keys provided a second time (after all the others), with no dependencies.
+    var duplicated: [Int]
+    /// Keys whose factories are `async`.
+    var asynchronous: Set<Int>
+
+    var description: String {
+        "RandomGraph(count: \(count), missing: \(missingCount), duplicated: \(duplicated))"
+    }
+
+    /// Any graph: cycles, self-dependencies, missing keys, duplicates and captive dependencies happen.
+    static func arbitrary(_ random: inout SplitMix64) -> RandomGraph {
+        let count =
+            Int.random(in: 0..<100, using: &random) < 2
+            ? Int.random(in: 200...1_500, using: &random) : Int.random(in: 1...40, using: &random)
+        let missingCount = Int.random(in: 0..<10, using: &random) < 3 ? Int.random(in: 1...3, using: &random) : 0
+        let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
+        var dependencies: [[Int]] = []
+        for index in 0..<count {
+            var targets: [Int] = []
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                let roll = Int.random(in: 0..<100, using: &random)
+                let target: Int
+                if roll < 6 || index == 0 {
+                    target = Int.random(in: 0..<count, using: &random)  // may close a cycle
+                } else if roll < 10 && missingCount > 0 {
+                    target = count + Int.random(in: 0..<missingCount, using: &random)
+                } else {
+                    target = Int.random(in: 0..<index, using: &random)
+                }
+                if !targets.contains(target) { targets.append(target) }
+            }
+            dependencies.append(targets)
+        }
+        var duplicated: [Int] = []
+        if Int.random(in: 0..<10, using: &random) == 0 {
+            duplicated = [Int.random(in: 0..<count, using: &random)]
+        }
+        return RandomGraph(
+            count: count,
+            missingCount: missingCount,
+            lifetimes: lifetimes,
+            dependencies: dependencies,
+            duplicated: duplicated,
+            asynchronous: []
+        )
+    }
+
+    /// A valid graph: acyclic, complete, no duplicates, every dependency lives at least as long as its
+    /// dependent. Some factories are asynchronous.
+    static func valid(_ random: inout SplitMix64, count: ClosedRange<Int> = 1...60) -> RandomGraph {
+        let count = Int.random(in: count, using: &random)
+        let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
+        var dependencies: [[Int]] = []
+        for index in 0..<count {
+            let candidates = (0..<index).filter { lifetimes[$0].referenceRank >= lifetimes[index].referenceRank }
+            var targets: [Int] = []
+            for _ in 0..<Int.random(in: 0...3, using: &random) where !candidates.isEmpty {
+                let target = candidates.randomElement(using: &random)!
+                if !targets.contains(target) { targets.append(target) }
+            }
+            dependencies.append(targets)
+        }
+        let asynchronous = Set((0..<count).filter { _ in Bool.random(using: &random) })
+        return RandomGraph(
+            count: count,
+            missingCount: 0,
+            lifetimes: lifetimes,
+            dependencies: dependencies,
+            duplicated: [],
+            asynchronous: asynchronous
+        )
+    }
+
+    private static func randomLifetime(_ random: inout SplitMix64) -> Lifetime {
+        switch Int.random(in: 0..<10, using: &random) {
+        case 0..<6: .singleton
+        case 6..<8: .scoped
+        default: .transient
+        }
+    }
+
+    func builder(recorder: GraphRecorder? = nil) -> ServiceGraph.Builder {
+        var builder = ServiceGraph.Builder()
+        for index in 0..<count {
+            GeneratedKeys.provide(
+                index,
+                lifetime: lifetimes[index],
+                dependsOn: dependencies[index],
+                asynchronous: asynchronous.contains(index),
+                recorder: recorder,
+                into: &builder
+            )
+        }
+        for index in duplicated {
+            GeneratedKeys.provide(index, lifetime: lifetimes[index], dependsOn: [], into: &builder)
+        }
+        return builder
+    }
+
+    var singletons: [Int] { (0..<count).filter { lifetimes[$0] == .singleton } }
+
+    /// Whether `dependent` depends on `dependency`, directly or not.
+    func dependsTransitively(_ dependent: Int, on dependency: Int) -> Bool {
+        var seen = Set<Int>()
+        var stack = dependencies[dependent]
+        while let next = stack.popLast() {
+            if next == dependency { return true }
+            if next < count, seen.insert(next).inserted { stack.append(contentsOf: dependencies[next]) }
+        }
+        return false
+    }
+}
+
+/// The expected problems of a ``RandomGraph``, computed the plain way: no cleverness, so it can be
+/// trusted to check the real validator.
+struct ReferenceValidation {
+    var duplicates: [String] = []
+    /// (who requires it, the missing key)
+    var missing: [Pair] = []
+    /// Strongly connected groups that contain a cycle (more than one member, or a self-dependency).
+    var cycleGroups: [Set<Int>] = []
+    /// (the longer-lived service, the shorter-lived dependency)
+    var captive: [Pair] = []
+
+    struct Pair: Hashable, Comparable {
+        let first: String
+        let second: String
+
+        static func < (lhs: Pair, rhs: Pair) -> Bool { (lhs.first, lhs.second) < (rhs.first, rhs.second) }
+    }
+
+    var isValid: Bool { duplicates.isEmpty && missing.isEmpty && cycleGroups.isEmpty && captive.isEmpty }
+
+    init(_ graph: RandomGraph) {
+        let name = GeneratedKeys.name
+        duplicates = graph.duplicated.map(name)
+        for index in 0..<graph.count {
+            for target in graph.dependencies[index] {
+                if target >= graph.count {
+                    missing.append(Pair(first: name(index), second: name(target)))
+                } else if graph.lifetimes[index].referenceRank > graph.lifetimes[target].referenceRank {
+                    captive.append(Pair(first: name(index), second: name(target)))
+                }
+            }
+        }
+        // Reachability from every node; two nodes share a group when each reaches the other.
+        let reach = (0..<graph.count).map { start -> [Bool] in
+            var seen = Array(repeating: false, count: graph.count)
+            var stack = graph.dependencies[start].filter { $0 < graph.count }
+            while let next = stack.popLast() {
+                if seen[next] { continue }
+                seen[next] = true
+                stack.append(contentsOf: graph.dependencies[next].filter { $0 < graph.count })
+            }
+            return seen
+        }
+        var grouped = Array(repeating: false, count: graph.count)
+        for start in 0..<graph.count where !grouped[start] && reach[start][start] {
+            let group = Set((0..<graph.count).filter { reach[start][$0] && reach[$0][start] })
+            for member in group { grouped[member] = true }
+            cycleGroups.append(group)
+        }
+    }
+}
