@@ -18,7 +18,7 @@ public final class ServiceGraph: Sendable {
     @usableFromInline
     let core: GraphCore
     let record: BuildRecord
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var shutdown: Task<[ServiceGraphError.Problem], Never>?

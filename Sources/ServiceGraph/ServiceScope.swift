@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A child of a ``ServiceGraph`` that owns one instance of each ``Lifetime/scoped`` service, such as a
 /// logged-in user's session or one request.
 ///
@@ -17,7 +15,7 @@ public final class ServiceScope: Sendable {
     let core: GraphCore
     let id: Int
     private weak let graph: ServiceGraph?
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private enum Instance {
         case creating(Task<AnyBox, any Error>)
@@ -41,7 +39,7 @@ public final class ServiceScope: Sendable {
         self.core = graph.core
         self.graph = graph
         self.id = id
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     /// The graph's singleton for `key`; see ``ServiceGraph/subscript(_:)``.

@@ -53,7 +53,7 @@ final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Senda
         recorder.record(.willRemove(index))
         if recorder.plan.hangingWillRemove == index {
             // Ignores cancellation on purpose: the graph must abandon it, not wait for it.
-            let deadline = ContinuousClock.now + .seconds(30)
+            let deadline = ContinuousClock.now + .seconds(3)
             while ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         }
         if recorder.plan.failingWillRemove.contains(index) {
@@ -80,7 +80,7 @@ final class GraphRecorder: Sendable {
     }
 
     let plan: FailurePlan
-    private let log = Mutex<[Event]>([])
+    private let log = Locked<[Event]>([])
     private let live = Atomic<Int>(0)
 
     init(plan: FailurePlan = FailurePlan()) {
@@ -209,7 +209,7 @@ enum GeneratedKeys {
         return name
     }
 
-    private static let names = Mutex<[Int: String]>([:])
+    private static let names = Locked<[Int: String]>([:])
 }
 
 extension ServiceGraph {
@@ -217,5 +217,13 @@ extension ServiceGraph {
     func generatedValue(_ index: Int) -> Int {
         func open<K: GeneratedKey>(_ key: K.Type) -> Int { self[key].value }
         return open(GeneratedKeys.key(index))
+    }
+}
+
+extension ServiceScope {
+    /// The scope's instance of generated key `index`.
+    func resolveGenerated(_ index: Int) async throws -> GeneratedService {
+        func open<K: GeneratedKey>(_ key: K.Type) async throws -> GeneratedService { try await resolve(key) }
+        return try await open(GeneratedKeys.key(index))
     }
 }

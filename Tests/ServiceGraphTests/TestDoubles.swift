@@ -1,10 +1,28 @@
+import Foundation
 import ServiceGraph
 import Synchronization
 import Testing
 
+/// A value behind a lock the thread sanitizer understands (`Synchronization.Mutex` on Linux is not
+/// visible to it, so tests that share state through one would report false races).
+final class Locked<State>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var state: State
+
+    init(_ state: State) {
+        self.state = state
+    }
+
+    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state)
+    }
+}
+
 /// A thread-safe, ordered log of events, shared by the doubles of one test.
 final class EventLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
 
     func record(_ entry: String) { entries.withLock { $0.append(entry) } }
     var all: [String] { entries.withLock { $0 } }
@@ -55,7 +73,7 @@ final class WeakRegistry: Sendable {
         init(_ object: AnyObject) { self.object = object }
     }
 
-    private let boxes = Mutex<[WeakBox]>([])
+    private let boxes = Locked<[WeakBox]>([])
 
     func track<T: AnyObject>(_ object: T) -> T {
         boxes.withLock { $0.append(WeakBox(object)) }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The builder's registrations resolved to integer slots: one provider per key, edges as slot indices.
 ///
 /// Making a plan never runs a factory. A plan is made even for a broken graph (missing keys appear as
@@ -117,7 +115,7 @@ struct GraphPlan: Sendable {
 
 /// A plan's key names, made on first use.
 final class NameCache: Sendable {
-    private let names = Mutex<[Int: String]>([:])
+    private let names = Locked<[Int: String]>([:])
 
     func name(_ slot: Int, make: () -> String) -> String {
         if let name = names.withLock({ $0[slot] }) { return name }

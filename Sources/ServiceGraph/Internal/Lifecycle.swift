@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A created instance whose ``LifecycleHooks/didAdd()`` succeeded: it must get ``LifecycleHooks/willRemove()``.
 struct StartedService: Sendable {
     let slot: Int
@@ -110,7 +108,7 @@ private final class OneShot: Sendable {
         case done(Result<Void, any Error>)
     }
 
-    private let state = Mutex<State>(.waiting(nil))
+    private let state = Locked<State>(.waiting(nil))
 
     func finish(_ result: Result<Void, any Error>) {
         let waiter: CheckedContinuation<Void, any Error>? = state.withLock { state in

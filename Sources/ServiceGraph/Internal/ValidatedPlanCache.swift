@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Remembers the plan of the builder's last successful validation, so that the usual
 /// `try builder.validate()` followed by `try await builder.build()` validates once.
 ///
@@ -14,7 +12,7 @@ final class ValidatedPlanCache: Sendable {
         let plan: GraphPlan
     }
 
-    private let entry = Mutex<Entry?>(nil)
+    private let entry = Locked<Entry?>(nil)
 
     init() {}
 
