@@ -5,12 +5,15 @@ let package = Package(
     name: "ServiceGraph",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .library(name: "ServiceGraph", targets: ["ServiceGraph"])
+        .library(name: "ServiceGraph", targets: ["ServiceGraph"]),
+        .library(name: "ServiceGraphTesting", targets: ["ServiceGraphTesting"]),
     ],
     dependencies: [],
     targets: [
         .target(name: "ServiceGraph"),
+        .target(name: "ServiceGraphTesting", dependencies: ["ServiceGraph"]),
         .testTarget(name: "ServiceGraphTests", dependencies: ["ServiceGraph"]),
+        .testTarget(name: "ServiceGraphTestingTests", dependencies: ["ServiceGraph", "ServiceGraphTesting"]),
         .executableTarget(
             name: "CompositionRoot",
             dependencies: ["ServiceGraph"],

@@ -5,6 +5,9 @@
 public struct DumpFormat: Hashable, Sendable, CustomStringConvertible {
     private enum Base: String, Hashable, Sendable {
         case text
+        case dot
+        case mermaid
+        case json
     }
 
     private let base: Base
@@ -18,4 +21,17 @@ public struct DumpFormat: Hashable, Sendable, CustomStringConvertible {
     /// An indented tree from each root (a service nothing depends on) down to its dependencies,
     /// followed, for a built graph, by the initialization order with timings.
     public static let text = DumpFormat(.text)
+
+    /// A Graphviz digraph (`dot -Tsvg`): an edge from each service to each of its dependencies; root
+    /// causes of problems in red, services that could not be built because of them in orange.
+    public static let dot = DumpFormat(.dot)
+
+    /// A Mermaid flowchart, for Markdown that renders Mermaid (GitHub, DocC).
+    public static let mermaid = DumpFormat(.mermaid)
+
+    /// JSON for tools. The shape is documented in the Diagnostics article: a `services` array
+    /// (key, valueType, lifetime, site, override, dependencies, missingDependencies,
+    /// initializationIndex, factoryMilliseconds, didAddMilliseconds, mark, problems), the
+    /// `initializationOrder`, and the `problems`.
+    public static let json = DumpFormat(.json)
 }

@@ -59,6 +59,7 @@ public final class ServiceGraph: Sendable {
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
         guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
+        if core.reportsResolves { return try core.valueNowReporting(at: slot, as: key, in: nil) }
         return try core.valueNow(at: slot, as: key, in: nil)
     }
 
@@ -72,6 +73,7 @@ public final class ServiceGraph: Sendable {
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
+        if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: nil) }
         return try await core.value(at: slot, as: key, in: nil)
     }
 
@@ -96,6 +98,7 @@ public final class ServiceGraph: Sendable {
             let scope = ServiceScope(graph: self, id: state.nextScopeID)
             state.openScopes[state.nextScopeID] = scope
             state.nextScopeID += 1
+            core.events.send(ServiceGraphEvent(.scopeOpened))
             return scope
         }
     }
@@ -118,6 +121,11 @@ public final class ServiceGraph: Sendable {
             let scopes = state.openScopes.sorted { $0.key > $1.key }.map(\.value)
             state.openScopes = [:]
             let task = Task { [core, record] in
+                let clock = ContinuousClock()
+                let start = clock.now
+                defer {
+                    core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: clock.now)))
+                }
                 var problems: [ServiceGraphError.Problem] = []
                 for scope in scopes {
                     problems += await scope.closeForShutdown()

@@ -22,11 +22,23 @@ extension ServiceGraph.Builder {
     /// - Throws: A ``ServiceGraphError``: the validation problems, or the failing service with its path.
     public func build() async throws(ServiceGraphError) -> ServiceGraph {
         let plan = try validatedPlan()
-        let core = GraphCore(plan: plan, hookTimeout: hookTimeout)
+        let core = GraphCore(
+            plan: plan,
+            hookTimeout: hookTimeout,
+            events: EventSink(handler: eventHandler),
+            reportsResolves: reportsResolveEvents && eventHandler != nil
+        )
         var build = SingletonBuild(plan: plan, core: core)
-        switch await build.run() {
+        let outcome = await build.run()
+        switch outcome {
         case .success(let record): return ServiceGraph(core: core, record: record)
-        case .failure(let error): throw error
+        case .failure(let error):
+            let problems = error.problems
+            let record = build.record
+            throw ServiceGraphError(
+                problems,
+                snapshot: GraphSnapshot { GraphDescription(core: core, record: record).marked(with: problems) }
+            )
         }
     }
 
@@ -35,7 +47,12 @@ extension ServiceGraph.Builder {
         if let plan = validatedPlans.plan(for: registrations) { return plan }
         let plan = GraphPlan(registrations)
         let problems = GraphValidator(plan).problems()
-        guard problems.isEmpty else { throw ServiceGraphError(problems) }
+        guard problems.isEmpty else {
+            throw ServiceGraphError(
+                problems,
+                snapshot: GraphSnapshot { GraphDescription(plan: plan).marked(with: problems) }
+            )
+        }
         validatedPlans.store(plan, for: registrations)
         return plan
     }

@@ -71,3 +71,42 @@ extension ServiceGraph.Builder {
         record(key, lifetime: .singleton, fileID: fileID, line: line, isOverride: true) { value }
     }
 }
+
+extension ServiceGraph.Builder {
+    /// Replaces the provider of `key` with a test double, and returns a key under which the graph
+    /// holds the double with its own type, so a test reads back what it recorded without casting.
+    ///
+    /// ```swift
+    /// let mailer = test.override(MailerKey.self, withDouble: { RecordingMailer() }, as: { $0 })
+    /// let graph = try await test.build()
+    /// // ... exercise the services that send mail ...
+    /// #expect(graph[mailer].sent.count == 1)      // a RecordingMailer, typed
+    /// ```
+    ///
+    /// The double is a singleton; `key` keeps the lifetime of the provider it replaces. The `as`
+    /// closure turns the double into the key's `Value` (usually `{ $0 }`), checked by the compiler.
+    ///
+    /// - Returns: The key of the double in the graph.
+    @discardableResult
+    public mutating func override<Key: ServiceKey, Double: Sendable>(
+        _ key: Key.Type,
+        withDouble makeDouble: @escaping @Sendable () -> Double,
+        as upcast: @escaping @Sendable (Double) -> Key.Value,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> DoubleKey<Key, Double>.Type {
+        provide(DoubleKey<Key, Double>.self, fileID: fileID, line: line, factory: makeDouble)
+        override(key, dependsOn: DoubleKey<Key, Double>.self, fileID: fileID, line: line) { upcast($0) }
+        return DoubleKey<Key, Double>.self
+    }
+}
+
+/// The key of a test double installed with `override(_:withDouble:as:)`: its value is the double,
+/// with the double's own type.
+public enum DoubleKey<Original: ServiceKey, Double: Sendable>: ServiceKey {
+    public typealias Value = Double
+
+    public static var serviceName: String {
+        "\(Original.serviceName) double (\(TypeName.display(Double.self)))"
+    }
+}

@@ -14,6 +14,8 @@ extension ServiceGraph {
     public struct Builder: Sendable {
         /// Every `provide` and `override` call, in order.
         var registrations: [Registration] = []
+        /// Keys declared as used from outside the graph (see `declareEntryPoints`).
+        var entryPoints: Set<ObjectIdentifier> = []
         /// The last validated plan, so `validate()` then `build()` validates once.
         let validatedPlans = ValidatedPlanCache()
 
@@ -22,6 +24,14 @@ extension ServiceGraph {
         /// a failed `didAdd`, releasing the other services after a stuck `willRemove`). The abandoned
         /// hook is cancelled. `nil`, the default, waits for hooks however long they take.
         public var hookTimeout: Duration?
+
+        /// Receives the graph's events: build, service creation, hooks, release, scopes, and resolves
+        /// when ``reportsResolveEvents`` is on. Nil by default: no events are made.
+        public var eventHandler: (@Sendable (ServiceGraphEvent) -> Void)?
+
+        /// Whether resolves are reported too. Off by default: resolving is the hot path, and an event
+        /// per resolve costs a clock read and a call.
+        public var reportsResolveEvents = false
 
         /// Creates an empty builder.
         public init() {}

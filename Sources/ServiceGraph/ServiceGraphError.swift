@@ -14,15 +14,19 @@
 public struct ServiceGraphError: Error, Sendable, CustomStringConvertible {
     /// The problems found, in a stable order. Never empty.
     public let problems: [Problem]
+    /// The graph the problems are about, for ``dump(_:)``.
+    let snapshot: GraphSnapshot?
 
-    init(_ problems: [Problem]) {
+    init(_ problems: [Problem], snapshot: GraphSnapshot? = nil) {
         precondition(!problems.isEmpty, "a ServiceGraphError needs at least one problem")
         self.problems = problems
+        self.snapshot = snapshot
     }
 
     @usableFromInline
     init(_ problem: Problem) {
         self.problems = [problem]
+        self.snapshot = nil
     }
 
     /// The code of the first problem, for errors that carry a single one.

@@ -62,6 +62,7 @@ public final class ServiceScope: Sendable {
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try openSlot(of: key)
+        if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: self) }
         return try await core.value(at: slot, as: key, in: self)
     }
 
@@ -73,6 +74,7 @@ public final class ServiceScope: Sendable {
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try openSlot(of: key)
         guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
+        if core.reportsResolves { return try core.valueNowReporting(at: slot, as: key, in: self) }
         return try core.valueNow(at: slot, as: key, in: self)
     }
 
@@ -117,8 +119,13 @@ public final class ServiceScope: Sendable {
         var arguments = Arguments(core: core, scope: self, slot: slot)
         let factory = core.factory(at: slot)
         let box: AnyBox
+        let clock = ContinuousClock()
+        let start = clock.now
         do {
             box = try await factory.makeBox(&arguments)
+            core.events.send(
+                ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
+            )
         } catch {
             state.withLock { _ = $0.instances.removeValue(forKey: slot) }
             throw core.failure(error, at: slot)
@@ -179,6 +186,7 @@ public final class ServiceScope: Sendable {
         graph?.scopeDidClose(self)
         let started = created.compactMap { entry in entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) } }
         let problems = await Lifecycle.release(started, of: core)
+        core.events.send(ServiceGraphEvent(.scopeClosed))
         // Drop the scope's references most recent first, as the hooks ran.
         while let entry = created.popLast() {
             instances.removeValue(forKey: entry.slot)

@@ -21,6 +21,11 @@ final class GraphCore: @unchecked Sendable {
     let isShutDown = Atomic<Bool>(false)
     /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
     let hookTimeout: Duration?
+    /// Where events go.
+    let events: EventSink
+    /// Whether top-level resolves send events (checked on the resolve path, so a plain flag).
+    @usableFromInline
+    let reportsResolves: Bool
 
     // The flat resolution plan. Raw buffers, owned by the core and immutable after `init` (but for
     // the factories of singletons, released once the build is done), so reading them costs no
@@ -54,8 +59,10 @@ final class GraphCore: @unchecked Sendable {
     let dependencySlots: UnsafeMutableBufferPointer<Int32>
 
     /// Makes the core of a valid plan (no missing edges, no cycles); the plan is not kept.
-    init(plan: GraphPlan, hookTimeout: Duration?) {
+    init(plan: GraphPlan, hookTimeout: Duration?, events: EventSink, reportsResolves: Bool) {
         self.hookTimeout = hookTimeout
+        self.events = events
+        self.reportsResolves = reportsResolves
         let count = plan.count
         var files: [StaticString] = []
         var fileIndex: [UInt: UInt32] = [:]
@@ -177,6 +184,45 @@ final class GraphCore: @unchecked Sendable {
     @inlinable
     func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
         resolution.singleton(at: slot, as: type)
+    }
+
+    /// Resolves `slot` without suspending and reports it (out of line: only with resolve events on).
+    @usableFromInline
+    func valueNowReporting<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value
+    {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            let value = try valueNow(at: slot, as: key, in: scope)
+            events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now)))
+            return value
+        } catch {
+            events.send(
+                ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now), error: error)
+            )
+            throw error
+        }
+    }
+
+    /// Resolves `slot` and reports it (out of line: only with resolve events on).
+    @usableFromInline
+    nonisolated(nonsending) func valueReporting<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            let value = try await value(at: slot, as: key, in: scope)
+            events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now)))
+            return value
+        } catch {
+            events.send(
+                ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now), error: error)
+            )
+            throw error
+        }
     }
 
     /// The value at `slot`, made without suspending; see ``ResolutionPlan/valueNow(at:as:in:)``.

@@ -36,10 +36,17 @@ enum Lifecycle {
         _ hook: @escaping @Sendable () async throws -> Void
     ) async -> ServiceGraphError.Problem? {
         let name = core.name(slot)
+        let kind: ServiceGraphEvent.Kind = hookName == "didAdd" ? .didAdd : .willRemove
+        let clock = ContinuousClock()
+        let start = clock.now
         do {
             try await withTimeout(core.hookTimeout, hook)
+            core.events.send(ServiceGraphEvent(kind, key: name, duration: start.duration(to: clock.now)))
             return nil
         } catch let timeout as HookTimedOut {
+            core.events.send(
+                ServiceGraphEvent(kind, key: name, duration: start.duration(to: clock.now), error: timeout)
+            )
             return .init(
                 .hookTimedOut,
                 key: name,
@@ -48,6 +55,7 @@ enum Lifecycle {
                 message: "\(hookName) of \(name) did not finish within \(timeout.limit) and was abandoned"
             )
         } catch {
+            core.events.send(ServiceGraphEvent(kind, key: name, duration: start.duration(to: clock.now), error: error))
             return .init(
                 hookName == "didAdd" ? .didAddFailed : .willRemoveFailed,
                 key: name,
@@ -97,8 +105,10 @@ enum Lifecycle {
 }
 
 /// The error a hook that ran out of time is abandoned with.
-struct HookTimedOut: Error {
+struct HookTimedOut: Error, CustomStringConvertible {
     let limit: Duration
+
+    var description: String { "did not finish within \(limit)" }
 }
 
 /// A result delivered once, to one waiter, whichever side comes first.

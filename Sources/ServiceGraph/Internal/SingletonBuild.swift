@@ -39,7 +39,7 @@ struct SingletonBuild {
     private var ready: [Int] = []
     private var nextReady = 0
     private var running = 0
-    private var record: BuildRecord
+    private(set) var record: BuildRecord
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
     /// Dynamic types seen to have no lifecycle hooks: most services, whose check is then a set lookup
@@ -65,6 +65,7 @@ struct SingletonBuild {
     /// Builds every singleton, or releases what was built and returns the problems.
     mutating func run() async -> Result<BuildRecord, ServiceGraphError> {
         let start = clock.now
+        core.events.send(ServiceGraphEvent(.buildStarted))
         await withTaskGroup(of: Step.self) { group in
             while true {
                 startReadyServices(in: &group)
@@ -100,9 +101,12 @@ struct SingletonBuild {
         guard problems.isEmpty else {
             problems += await Lifecycle.release(record.started, of: core)
             core.singletons.removeAll()
-            return .failure(ServiceGraphError(problems))
+            let error = ServiceGraphError(problems)
+            core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
+            return .failure(error)
         }
         core.releaseFactories { core.lifetimes[$0] == .singleton }
+        core.events.send(ServiceGraphEvent(.buildFinished, duration: record.totalDuration))
         return .success(record)
     }
 
@@ -187,6 +191,7 @@ struct SingletonBuild {
         hooks: (any LifecycleHooks)?
     ) {
         core.singletons.store(box, at: slot)
+        core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         record.order.append(Int32(slot))
         record.factoryMicroseconds[slot] = factory.microseconds
         record.didAddMicroseconds[slot] = didAdd?.microseconds ?? -1

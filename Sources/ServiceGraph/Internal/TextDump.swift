@@ -28,6 +28,12 @@ struct TextDump {
                 lines.append(line)
             }
         }
+        if !graph.problems.isEmpty {
+            lines.append("Problems:")
+            for (index, problem) in graph.problems.enumerated() {
+                lines.append("  \(index + 1). \(problem)")
+            }
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -36,7 +42,13 @@ struct TextDump {
         var text = "\(service.name): \(service.valueType) [\(service.lifetime)"
         if let index = service.initializationIndex { text += ", #\(index + 1)" }
         if service.isOverride { text += ", override" }
-        return text + "] @ \(service.site)"
+        text += "] @ \(service.site)"
+        switch service.mark {
+        case .rootCause: text += "  ✗ \(service.problemCodes.joined(separator: ", "))"
+        case .affected: text += "  (not built: depends on a problem)"
+        case nil: break
+        }
+        return text
     }
 
     /// Prints `slot` and, the first time it appears, its dependencies; later appearances say so.

@@ -1,0 +1,56 @@
+extension ServiceGraph.Builder {
+    /// Declares services that are used from outside the graph (resolved by the application, not
+    /// depended on by another service), so that ``lint()`` does not report them as unused.
+    public mutating func declareEntryPoints<each Key: ServiceKey>(_ keys: repeat (each Key).Type) {
+        for key in repeat each keys {
+            entryPoints.insert(ObjectIdentifier(key))
+        }
+    }
+
+    /// Warnings about the graph that do not stop it from building: providers that nothing depends
+    /// on and that are not declared entry points (dead wiring, or a forgotten
+    /// ``declareEntryPoints(_:)``). Runs no factory.
+    ///
+    /// - Complexity: O(services + edges).
+    public func lint() -> [LintWarning] {
+        let plan = GraphPlan(registrations)
+        return plan.providers.indices.compactMap { slot in
+            let provider = plan.providers[slot]
+            guard plan.dependents[slot].isEmpty, !entryPoints.contains(provider.keyID) else { return nil }
+            return LintWarning(
+                code: .unusedProvider,
+                key: plan.name(slot),
+                site: provider.site.site,
+                message:
+                    "\(plan.name(slot)) is provided but nothing depends on it; declare it as an entry point if the application resolves it"
+            )
+        }
+    }
+}
+
+/// A warning about a graph that does not stop it from building.
+public struct LintWarning: Sendable, Equatable, CustomStringConvertible {
+    /// What kind of warning this is. New codes may be added without breaking existing code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+
+        private init(_ name: String) {
+            self.name = name
+        }
+
+        public var description: String { name }
+
+        /// A provider nothing depends on, not declared as an entry point.
+        public static let unusedProvider = Code("unused provider")
+    }
+
+    public let code: Code
+    /// The key the warning is about.
+    public let key: String
+    /// Where its provider was registered.
+    public let site: RegistrationSite
+    /// The warning, written for a person.
+    public let message: String
+
+    public var description: String { "warning: \(message) [provided at \(site)]" }
+}

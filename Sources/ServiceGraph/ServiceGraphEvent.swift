@@ -1,0 +1,93 @@
+/// Something that happened in a graph, with how long it took: for an application's own logger or
+/// metrics, without the library depending on any logging package.
+///
+/// Set ``ServiceGraph/Builder/eventHandler`` to receive them. The handler is called synchronously,
+/// from whatever task did the work, so keep it short and thread-safe:
+///
+/// ```swift
+/// builder.eventHandler = { event in
+///     logger.debug("\(event)")
+/// }
+/// ```
+public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
+    /// What happened. New kinds may be added without breaking existing code.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case buildStarted = "build started"
+            case buildFinished = "build finished"
+            case buildFailed = "build failed"
+            case serviceCreated = "service created"
+            case didAdd = "didAdd"
+            case willRemove = "willRemove"
+            case resolved = "resolved"
+            case scopeOpened = "scope opened"
+            case scopeClosed = "scope closed"
+            case shutdownFinished = "shutdown finished"
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        public var description: String { base.rawValue }
+
+        /// A build began (after validation).
+        public static let buildStarted = Kind(.buildStarted)
+        /// Every singleton is in place; the duration is the whole build.
+        public static let buildFinished = Kind(.buildFinished)
+        /// A build failed and released what it had started; the error says why.
+        public static let buildFailed = Kind(.buildFailed)
+        /// A singleton or scoped instance is in place (made, and its `didAdd` run); the duration is its
+        /// factory's.
+        public static let serviceCreated = Kind(.serviceCreated)
+        /// A service's `didAdd` ran; the error is set when it failed.
+        public static let didAdd = Kind(.didAdd)
+        /// A service's `willRemove` ran; the error is set when it failed.
+        public static let willRemove = Kind(.willRemove)
+        /// A service was resolved (only with ``ServiceGraph/Builder/reportsResolveEvents``).
+        public static let resolved = Kind(.resolved)
+        /// A scope was opened.
+        public static let scopeOpened = Kind(.scopeOpened)
+        /// A scope was closed and its instances released.
+        public static let scopeClosed = Kind(.scopeClosed)
+        /// The graph was shut down; the duration covers every `willRemove`.
+        public static let shutdownFinished = Kind(.shutdownFinished)
+    }
+
+    /// What happened.
+    public let kind: Kind
+    /// The service it happened to, when it is about one.
+    public let key: String?
+    /// How long it took, when it took time.
+    public let duration: Duration?
+    /// The error, when it failed.
+    public let error: (any Error)?
+
+    init(_ kind: Kind, key: String? = nil, duration: Duration? = nil, error: (any Error)? = nil) {
+        self.kind = kind
+        self.key = key
+        self.duration = duration
+        self.error = error
+    }
+
+    public var description: String {
+        var text = kind.description
+        if let key { text += " \(key)" }
+        if let duration { text += " in \(duration.milliseconds)" }
+        if let error { text += ": \(error)" }
+        return text
+    }
+}
+
+/// Where a graph sends its events; a no-op without a handler.
+struct EventSink: Sendable {
+    let handler: (@Sendable (ServiceGraphEvent) -> Void)?
+
+    var isEnabled: Bool { handler != nil }
+
+    func send(_ event: @autoclosure () -> ServiceGraphEvent) {
+        handler?(event())
+    }
+}
