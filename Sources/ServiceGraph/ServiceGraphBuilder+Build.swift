@@ -34,10 +34,11 @@ extension ServiceGraph.Builder {
         case .success(let record): return ServiceGraph(core: core, record: record)
         case .failure(let error):
             let problems = error.problems
-            let record = build.record
+            var record = build.record
+            record.started = []  // the snapshot must not keep the released instances alive
             throw ServiceGraphError(
                 problems,
-                snapshot: GraphSnapshot { GraphDescription(core: core, record: record).marked(with: problems) }
+                snapshot: GraphSnapshot { [record] in GraphDescription(core: core, record: record).marked(with: problems) }
             )
         }
     }
