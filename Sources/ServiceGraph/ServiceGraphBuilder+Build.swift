@@ -38,7 +38,9 @@ extension ServiceGraph.Builder {
             record.started = []  // the snapshot must not keep the released instances alive
             throw ServiceGraphError(
                 problems,
-                snapshot: GraphSnapshot { [record] in GraphDescription(core: core, record: record).marked(with: problems) }
+                snapshot: GraphSnapshot { [record] in
+                    GraphDescription(core: core, record: record).marked(with: problems)
+                }
             )
         }
     }

@@ -1,0 +1,85 @@
+import ServiceGraph
+import Testing
+
+@Suite("Startup report, events and lint")
+struct ObservabilityTests {
+    @Test func theStartupReportFindsTheCriticalPathAndTheSlowest() async throws {
+        var builder = ServiceGraph.Builder()
+        @Sendable func slow(_ milliseconds: Int) async throws -> Int {
+            try await Task.sleep(for: .milliseconds(milliseconds))
+            return milliseconds
+        }
+        builder.provide(ServiceA.self) { HookedService("A", log: EventLog()) }
+        builder.provide(IntKey.self) { try await slow(60) }
+        builder.provide(OtherIntKey.self, dependsOn: IntKey.self) { _ in try await slow(60) }
+        builder.provide(DoubleKey.self) { Double(try await slow(10)) }
+        let report = try await builder.build().startupReport(slowest: 2)
+        #expect(report.criticalPath.map(\.key) == ["IntKey", "OtherIntKey"])
+        #expect(report.criticalPathDuration >= .milliseconds(120))
+        #expect(Set(report.slowest.map(\.key)) == ["IntKey", "OtherIntKey"])
+        #expect(report.description.contains("IntKey → OtherIntKey"))
+    }
+
+    @Test func eventsReportBuildHooksScopesAndReleaseWithDurations() async throws {
+        let events = Locked<[ServiceGraphEvent]>([])
+        var builder = ServiceGraph.Builder()
+        builder.eventHandler = { event in events.withLock { $0.append(event) } }
+        builder.provide(ServiceA.self) { HookedService("A", log: EventLog()) }
+        builder.provide(ServiceB.self, lifetime: .scoped, dependsOn: ServiceA.self) { _ in
+            HookedService("B", log: EventLog())
+        }
+        builder.provide(IntKey.self, lifetime: .transient) { 1 }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        _ = try await scope.resolve(ServiceB.self)
+        _ = try await graph.resolve(IntKey.self)
+        try await scope.close()
+        try await graph.shutdown()
+        let seen = events.withLock { $0 }.map { "\($0.kind)\($0.key.map { " \($0)" } ?? "")" }
+        #expect(
+            seen == [
+                "build started", "didAdd ServiceA", "service created ServiceA", "build finished",
+                "scope opened", "service created ServiceB", "didAdd ServiceB",
+                "willRemove ServiceB", "scope closed", "willRemove ServiceA", "shutdown finished",
+            ]
+        )
+        #expect(events.withLock { $0 }.filter { $0.kind == .buildFinished }.allSatisfy { $0.duration != nil })
+    }
+
+    @Test func resolveEventsAreOffByDefaultAndOnWhenAsked() async throws {
+        let events = Locked<[ServiceGraphEvent]>([])
+        var builder = ServiceGraph.Builder()
+        builder.eventHandler = { event in events.withLock { $0.append(event) } }
+        builder.provide(IntKey.self, lifetime: .transient) { 1 }
+        _ = try await builder.build().resolve(IntKey.self)
+        #expect(!events.withLock { $0 }.contains { $0.kind == .resolved })
+        builder.reportsResolveEvents = true
+        let graph = try await builder.build()
+        _ = try await graph.resolve(IntKey.self)
+        _ = try graph.resolveSynchronously(IntKey.self)
+        #expect(events.withLock { $0 }.filter { $0.kind == .resolved }.map(\.key) == ["IntKey", "IntKey"])
+    }
+
+    @Test func aFailedBuildIsAnEventWithItsError() async throws {
+        let events = Locked<[ServiceGraphEvent]>([])
+        var builder = ServiceGraph.Builder()
+        builder.eventHandler = { event in events.withLock { $0.append(event) } }
+        builder.provide(IntKey.self) { throw TestFailure("no") }
+        _ = try? await builder.build()
+        let failed = try #require(events.withLock { $0 }.last)
+        #expect(failed.kind == .buildFailed)
+        #expect(failed.error is ServiceGraphError)
+    }
+
+    @Test func lintWarnsAboutProvidersNothingUsesUnlessTheyAreEntryPoints() throws {
+        var builder = DiagnosticsFixtures.builder()
+        builder.provide(StringKey.self) { "unused" }
+        #expect(builder.lint().map(\.key) == ["DiagHandler", "StringKey"])
+        builder.declareEntryPoints(DiagHandler.self)
+        let warnings = builder.lint()
+        #expect(warnings.map(\.key) == ["StringKey"])
+        #expect(warnings[0].code == .unusedProvider)
+        #expect(warnings[0].description.contains("StringKey is provided but nothing depends on it"))
+        try builder.validate()  // warnings are not errors
+    }
+}
