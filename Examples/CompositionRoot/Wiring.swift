@@ -42,5 +42,6 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     ) { context, signup in
         SignupHandler(context: context, signup: signup)
     }
+    builder.declareEntryPoints(SignupHandlerKey.self)
     return builder
 }

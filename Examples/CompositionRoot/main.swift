@@ -8,16 +8,51 @@ import Darwin
 
 // A sign-up backend's composition root: validate, build, show the graph, serve a few requests in
 // their own scopes, and shut down, printing the order in which lifecycle hooks ran.
+//
+//     swift run CompositionRoot                      # the whole story
+//     swift run CompositionRoot --dump dot | dot -Tsvg > graph.svg
+//
+// `--dump text|dot|mermaid|json` prints only the built graph in that format.
 
 let journal = Journal()
-let builder = makeApplicationBuilder(journal: journal)
+var builder = makeApplicationBuilder(journal: journal)
+
+let arguments = CommandLine.arguments
+if let flag = arguments.firstIndex(of: "--dump") {
+    let formats: [String: DumpFormat] = ["text": .text, "dot": .dot, "mermaid": .mermaid, "json": .json]
+    guard flag + 1 < arguments.count, let format = formats[arguments[flag + 1]] else {
+        print("usage: CompositionRoot [--dump text|dot|mermaid|json]")
+        exit(2)
+    }
+    exit(await printDump(format, of: builder))
+}
+
+/// Prints the built graph in `format`; for a broken graph, the error's picture of where it broke.
+func printDump(_ format: DumpFormat, of builder: ServiceGraph.Builder) async -> Int32 {
+    do {
+        let graph = try await builder.build()
+        print(graph.dump(format), terminator: "")
+        try await graph.shutdown()
+        return 0
+    } catch {
+        print(error.dump(format) ?? "\(error)", terminator: "")
+        return 1
+    }
+}
 
 do {
+    builder.eventHandler = { event in
+        if event.kind == .buildFinished { print("(built in \(event.duration ?? .zero))") }
+    }
+    for warning in builder.lint() {
+        print(warning)
+    }
     try builder.validate()
     let graph = try await builder.build()
     print(graph.dump(.text))
+    print(graph.startupReport(slowest: 3))
 
-    print("Serving requests:")
+    print("\nServing requests:")
     for email in ["ada@example.com", "grace@example.com", "ada@example.com"] {
         let request = try graph.makeScope()
         let handler = try await request.resolve(SignupHandlerKey.self)

@@ -67,6 +67,16 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
         self.hooksOf = { $0 as? any LifecycleHooks }
     }
 
+    /// A factory that hands out an instance another graph owns (a child graph's view of its parent's
+    /// singleton): the owner runs its hooks, so this one reports none.
+    init(borrowing read: @escaping @Sendable () -> Value) {
+        self.makeNow = { _ in read() }
+        self.hasSynchronousFactory = true
+        self.make = { _ in read() }
+        self.boxType = Box<Value>.self
+        self.hooksOf = { _ in nil }
+    }
+
     override func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
         hooksOf(unsafeDowncast(box, to: Box<Value>.self).value)
     }

@@ -40,6 +40,10 @@ struct GraphPlan: Sendable {
             for registration in registrations where !registration.isOverride {
                 if let existing = table.insert(registration.keyID, slot: providers.count) {
                     let first = providers[existing]
+                    if first.isInherited {
+                        providers[existing] = registration  // the child's own provider comes first
+                        continue
+                    }
                     problems.append(
                         .init(
                             .duplicateProvider,

@@ -9,6 +9,9 @@ struct Registration: Sendable {
     let isOverride: Bool
     /// For an override without a lifetime of its own: take the replaced provider's.
     var inheritsLifetime = false
+    /// A provider a child graph took from its parent: a provider of the same key in the child
+    /// replaces it (the child is searched first) instead of being a duplicate.
+    var isInherited = false
 
     /// This registration with another lifetime (an override taking the one it replaces).
     func with(lifetime: Lifetime) -> Registration {

@@ -1,0 +1,54 @@
+extension ServiceGraph {
+    /// A builder for a child graph of this one: it starts with every service of this graph, and the
+    /// child adds its own providers, which may depend on them.
+    ///
+    /// The child is searched first: a key the child provides replaces the parent's for everything
+    /// built in the child, while the parent is untouched (it cannot depend on the child). The child
+    /// shares the parent's singletons (it does not run their hooks or release them), makes its own
+    /// transients and scoped instances, and keeps the parent alive as long as it lives. A child of a
+    /// child searches itself, then its parent, then the root.
+    ///
+    /// ```swift
+    /// var tenant = app.makeChildBuilder()
+    /// tenant.provide(ThemeKey.self) { Theme.dark }          // replaces the app's theme here only
+    /// tenant.provide(BillingKey.self, dependsOn: DatabaseKey.self) { Billing(database: $0) }
+    /// let tenantGraph = try await tenant.build()
+    /// ```
+    public func makeChildBuilder() -> Builder {
+        var builder = Builder()
+        builder.hookTimeout = core.hookTimeout
+        builder.eventHandler = core.events.handler
+        for slot in 0..<core.count {
+            builder.registrations.append(core.inheritedRegistration(at: slot, from: self))
+        }
+        return builder
+    }
+}
+
+extension GraphCore {
+    /// The registration a child graph takes over for `slot`: the parent's own instance for a
+    /// singleton, the same factory (run in the child) for transient and scoped services.
+    func inheritedRegistration(at slot: Int, from parent: ServiceGraph) -> Registration {
+        let record = records[slot]
+        func inherit<Key: ServiceKey>(_ key: Key.Type) -> Registration {
+            let isSingleton = lifetimes[slot] == .singleton
+            let dependencies =
+                isSingleton
+                ? []
+                : (Int(dependencyStart[slot])..<Int(dependencyStart[slot + 1])).map {
+                    records[Int(dependencySlots[$0])].key
+                }
+            var registration = Registration(
+                key: key,
+                lifetime: lifetimes[slot],
+                dependencies: dependencies,
+                site: SiteLiteral(fileID: files[Int(record.fileIndex)], line: UInt(record.line)),
+                factory: isSingleton ? Factory<Key.Value>(borrowing: { parent[key] }) : factory(at: slot),
+                isOverride: false
+            )
+            registration.isInherited = true
+            return registration
+        }
+        return inherit(record.key)
+    }
+}
