@@ -24,6 +24,27 @@ let package = Package(
             dependencies: ["ServiceGraph"],
             path: "Examples/QuickStart"
         ),
+        // The seed patterns, each a runnable example with tests (Tests/ExampleTests).
+        .executableTarget(
+            name: "FeatureFlagRegistry",
+            dependencies: ["ServiceGraph"],
+            path: "Examples/FeatureFlagRegistry"
+        ),
+        .executableTarget(name: "ExplicitGraph", dependencies: ["ServiceGraph"], path: "Examples/ExplicitGraph"),
+        .executableTarget(name: "CreatorMocks", dependencies: ["ServiceGraph"], path: "Examples/CreatorMocks"),
+        .executableTarget(
+            name: "UniqueServiceMocks",
+            dependencies: ["ServiceGraph"],
+            path: "Examples/UniqueServiceMocks"
+        ),
+        .executableTarget(name: "ChildGraphs", dependencies: ["ServiceGraph"], path: "Examples/ChildGraphs"),
+        .testTarget(
+            name: "ExampleTests",
+            dependencies: [
+                "ServiceGraph", "ServiceGraphTesting", "FeatureFlagRegistry", "ExplicitGraph", "CreatorMocks",
+                "UniqueServiceMocks", "ChildGraphs",
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,32 @@
+import ServiceGraph
+import Testing
+
+@testable import FeatureFlagRegistry
+
+@Suite("Example: feature flags in a component registry")
+struct FeatureFlagRegistryTests {
+    @Test func flagsAreLoadedWhenAddedAndSavedWhenRemovedInReverseOrder() async throws {
+        let store = FlagStore()
+        let registry = try await makeRegistry(store: store).build()
+        #expect(registry[CheckoutKey.self].flow == "classic checkout")
+        registry[FeatureFlagsKey.self].set("new-checkout", true)
+        try await registry.shutdown()
+        #expect(
+            store.events.all == [
+                "FeatureFlags added with 2 flags",
+                "Checkout added (classic checkout)",
+                "Checkout removed",
+                "FeatureFlags removed, flags saved",
+            ]
+        )
+        #expect(store.load()["new-checkout"] == true)
+    }
+
+    @Test func theNextRegistrySeesWhatTheLastOneSaved() async throws {
+        let store = FlagStore()
+        store.save(["new-checkout": true])
+        let registry = try await makeRegistry(store: store).build()
+        #expect(registry[CheckoutKey.self].flow == "new checkout")
+        try await registry.shutdown()
+    }
+}

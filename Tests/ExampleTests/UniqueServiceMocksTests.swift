@@ -1,0 +1,38 @@
+import ServiceGraph
+import Synchronization
+import Testing
+
+@testable import UniqueServiceMocks
+
+final class MockAnalytics: Analytics {
+    private let events = Mutex<[String]>([])
+
+    var tracked: [String] { events.withLock { $0 } }
+    func track(_ event: String) { events.withLock { $0.append(event) } }
+}
+
+/// Each test gets a fresh suite value, so `init` is the setup: the unique analytics component is
+/// replaced by a mock before anything is built.
+@Suite("Example: a unique service mocked in setup, ordered observers")
+struct UniqueServiceMocksTests {
+    let shop: ServiceGraph.Builder
+    let analytics = MockAnalytics()
+
+    init() {
+        var shop = makeShop()
+        shop.override(AnalyticsKey.self, with: analytics)
+        self.shop = shop
+    }
+
+    @Test func observersAreNotifiedInTheirDeclaredOrder() async throws {
+        let graph = try await shop.build()
+        #expect(graph[OrderServiceKey.self].place(7) == ["receipt mailed for #7", "tracked #7", "points added for #7"])
+    }
+
+    @Test func theUniqueServiceIsTheMockFromSetup() async throws {
+        let graph = try await shop.build()
+        _ = graph[OrderServiceKey.self].place(1)
+        _ = graph[OrderServiceKey.self].place(2)
+        #expect(analytics.tracked == ["order 1", "order 2"])
+    }
+}
