@@ -188,18 +188,14 @@ final class GraphCore: @unchecked Sendable {
 
     /// Resolves `slot` without suspending and reports it (out of line: only with resolve events on).
     @usableFromInline
-    func valueNowReporting<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value
-    {
-        let clock = ContinuousClock()
-        let start = clock.now
+    func valueNowReporting<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
+        let start = ContinuousClock.now
         do {
             let value = try valueNow(at: slot, as: key, in: scope)
-            events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now)))
+            reportResolve(of: slot, since: start)
             return value
         } catch {
-            events.send(
-                ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now), error: error)
-            )
+            reportResolve(of: slot, since: start, error: error)
             throw error
         }
     }
@@ -211,18 +207,19 @@ final class GraphCore: @unchecked Sendable {
         as key: Key.Type,
         in scope: ServiceScope?
     ) async throws -> Key.Value {
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = ContinuousClock.now
         do {
             let value = try await value(at: slot, as: key, in: scope)
-            events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now)))
+            reportResolve(of: slot, since: start)
             return value
         } catch {
-            events.send(
-                ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: clock.now), error: error)
-            )
+            reportResolve(of: slot, since: start, error: error)
             throw error
         }
+    }
+
+    private func reportResolve(of slot: Int, since start: ContinuousClock.Instant, error: (any Error)? = nil) {
+        events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: .now), error: error))
     }
 
     /// The value at `slot`, made without suspending; see ``ResolutionPlan/valueNow(at:as:in:)``.
