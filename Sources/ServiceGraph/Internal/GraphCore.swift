@@ -188,7 +188,8 @@ final class GraphCore: @unchecked Sendable {
 
     /// Resolves `slot` without suspending and reports it (out of line: only with resolve events on).
     @usableFromInline
-    func valueNowReporting<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
+    func valueNowReporting<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value
+    {
         let start = ContinuousClock.now
         do {
             let value = try valueNow(at: slot, as: key, in: scope)
