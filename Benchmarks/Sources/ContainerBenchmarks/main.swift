@@ -24,8 +24,9 @@ func record(_ scenario: String, _ contender: String, _ median: Double, unit: Str
 
 if arguments.contains("--profile-build") {
     let keys = GeneratedGraph.keys(count: 1_000)
+    let isStatic = arguments.contains("--static")
     for _ in 0..<300 {
-        let builder = GeneratedGraph.builder(keys: keys)
+        let builder = isStatic ? StaticGraph.builder() : GeneratedGraph.builder(keys: keys)
         try builder.validate()
         blackHole(try await builder.build())
     }
@@ -221,6 +222,22 @@ for size in effort.graphSizes {
     }
     record("build \(size)", "ServiceGraph", serviceGraph, unit: "ns/service", note: note)
     buildSeries.append((size, hand, serviceGraph))
+}
+
+print("Scenario: validate + build 1,000 services with static keys (as an application writes them)")
+do {
+    let size = StaticGraph.count
+    let hand = measure(effort) { n in for _ in 0..<n { blackHole(HandWired.buildGraph(count: size)) } } / Double(size)
+    record("build 1000 static keys", "hand-wired", hand, unit: "ns/service")
+    let serviceGraph =
+        try await measureAsync(effort) { @Sendable n in
+            for _ in 0..<n {
+                let builder = StaticGraph.builder()
+                try builder.validate()
+                blackHole(try await builder.build())
+            }
+        } / Double(size)
+    record("build 1000 static keys", "ServiceGraph", serviceGraph, unit: "ns/service")
 }
 
 print("Scenario: parallel startup (singletons waiting on async work)")
