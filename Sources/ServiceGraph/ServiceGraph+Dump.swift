@@ -35,12 +35,3 @@ extension ServiceGraphError {
         snapshot?.description().render(format)
     }
 }
-
-/// What a ``ServiceGraphError`` can describe of its graph, made only if someone asks for a dump.
-final class GraphSnapshot: Sendable {
-    let description: @Sendable () -> GraphDescription
-
-    init(_ description: @escaping @Sendable () -> GraphDescription) {
-        self.description = description
-    }
-}

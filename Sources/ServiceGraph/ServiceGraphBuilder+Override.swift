@@ -100,13 +100,3 @@ extension ServiceGraph.Builder {
         return DoubleKey<Key, Double>.self
     }
 }
-
-/// The key of a test double installed with `override(_:withDouble:as:)`: its value is the double,
-/// with the double's own type.
-public enum DoubleKey<Original: ServiceKey, Double: Sendable>: ServiceKey {
-    public typealias Value = Double
-
-    public static var serviceName: String {
-        "\(Original.serviceName) double (\(TypeName.display(Double.self)))"
-    }
-}

@@ -1,0 +1,10 @@
+/// Where a graph sends its events; a no-op without a handler.
+struct EventSink: Sendable {
+    let handler: (@Sendable (ServiceGraphEvent) -> Void)?
+
+    var isEnabled: Bool { handler != nil }
+
+    func send(_ event: @autoclosure () -> ServiceGraphEvent) {
+        handler?(event())
+    }
+}

@@ -1,0 +1,26 @@
+/// A warning about a graph that does not stop it from building.
+public struct LintWarning: Sendable, Equatable, CustomStringConvertible {
+    /// What kind of warning this is. New codes may be added without breaking existing code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+
+        private init(_ name: String) {
+            self.name = name
+        }
+
+        public var description: String { name }
+
+        /// A provider nothing depends on, not declared as an entry point.
+        public static let unusedProvider = Code("unused provider")
+    }
+
+    public let code: Code
+    /// The key the warning is about.
+    public let key: String
+    /// Where its provider was registered.
+    public let site: RegistrationSite
+    /// The warning, written for a person.
+    public let message: String
+
+    public var description: String { "warning: \(message) [provided at \(site)]" }
+}

@@ -1,0 +1,42 @@
+extension ServiceGraph {
+    /// The startup report of this graph's build: the `limit` slowest services and the critical path.
+    ///
+    /// - Complexity: O(services + edges).
+    public func startupReport(slowest limit: Int = 5) -> StartupReport {
+        let order = record.order.map { Int($0) }
+        func entry(_ slot: Int) -> StartupReport.Entry {
+            StartupReport.Entry(
+                key: core.name(slot),
+                factory: record.factoryDuration(slot) ?? .zero,
+                didAdd: record.didAddDuration(slot) ?? .zero
+            )
+        }
+        // Longest path through the singletons, in their (topological) initialization order.
+        var finish = Array(repeating: Duration.zero, count: core.count)
+        var previous = Array(repeating: -1, count: core.count)
+        for slot in order {
+            var start = Duration.zero
+            for edge in Int(core.dependencyStart[slot])..<Int(core.dependencyStart[slot + 1]) {
+                let dependency = Int(core.dependencySlots[edge])
+                if finish[dependency] > start || previous[slot] == -1 && finish[dependency] == start {
+                    start = finish[dependency]
+                    previous[slot] = dependency
+                }
+            }
+            finish[slot] = start + entry(slot).total
+        }
+        var path: [StartupReport.Entry] = []
+        if var slot = order.max(by: { finish[$0] < finish[$1] }) {
+            while slot != -1 {
+                path.append(entry(slot))
+                slot = previous[slot]
+            }
+        }
+        let slowest = order.map(entry).sorted { ($0.total, $1.key) > ($1.total, $0.key) }.prefix(limit)
+        return StartupReport(
+            totalDuration: record.totalDuration,
+            slowest: Array(slowest),
+            criticalPath: path.reversed()
+        )
+    }
+}
