@@ -21,7 +21,7 @@ public final class ServiceGraph: Sendable {
     private let state = Locked(State())
 
     private struct State {
-        var shutdown: Task<[ServiceGraphError.Problem], Never>?
+        var shutdown = Shutdown.notStarted
         var openScopes: [Int: ServiceScope] = [:]
         var nextScopeID = 0
     }
@@ -92,7 +92,7 @@ public final class ServiceGraph: Sendable {
     /// - Throws: ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``.
     public func makeScope() throws(ServiceGraphError) -> ServiceScope {
         try state.withLock { state throws(ServiceGraphError) in
-            guard state.shutdown == nil else {
+            guard case .notStarted = state.shutdown else {
                 throw ServiceGraphError(core.shutDownProblem("a new scope"))
             }
             let scope = ServiceScope(graph: self, id: state.nextScopeID)
@@ -115,29 +115,70 @@ public final class ServiceGraph: Sendable {
     ///
     /// - Throws: A ``ServiceGraphError`` with every hook failure.
     public func shutdown() async throws(ServiceGraphError) {
-        let task = state.withLock { state in
-            if let task = state.shutdown { return task }
-            core.isShutDown.store(true, ordering: .releasing)
-            let scopes = state.openScopes.sorted { $0.key > $1.key }.map(\.value)
-            state.openScopes = [:]
-            let task = Task { [core, record] in
-                let clock = ContinuousClock()
-                let start = clock.now
-                defer {
-                    core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: clock.now)))
-                }
-                var problems: [ServiceGraphError.Problem] = []
-                for scope in scopes {
-                    problems += await scope.closeForShutdown()
-                }
-                problems += await Lifecycle.release(record.started, of: core)
-                return problems
+        let role = state.withLock { state -> ShutdownRole in
+            switch state.shutdown {
+            case .finished(let problems): return .done(problems)
+            case .running: return .wait
+            case .notStarted:
+                core.isShutDown.store(true, ordering: .releasing)
+                state.shutdown = .running(waiters: [])
+                let scopes = state.openScopes.sorted { $0.key > $1.key }.map(\.value)
+                state.openScopes = [:]
+                return .run(scopes)
             }
-            state.shutdown = task
-            return task
         }
-        let problems = await task.value
+        let problems: [ServiceGraphError.Problem]
+        switch role {
+        case .done(let finished):
+            problems = finished
+        case .wait:
+            problems = await withCheckedContinuation { waiter in
+                let finished = state.withLock { state -> [ServiceGraphError.Problem]? in
+                    switch state.shutdown {
+                    case .finished(let problems): return problems
+                    case .running(var waiters):
+                        waiters.append(waiter)
+                        state.shutdown = .running(waiters: waiters)
+                        return nil
+                    case .notStarted: return []
+                    }
+                }
+                if let finished { waiter.resume(returning: finished) }
+            }
+        case .run(let scopes):
+            // Released here, in the caller's task: no task object outlives the release holding the
+            // instances it released.
+            let start = ContinuousClock.now
+            var found: [ServiceGraphError.Problem] = []
+            for scope in scopes {
+                found += await scope.closeForShutdown()
+            }
+            found += await Lifecycle.release(record.started, of: core)
+            core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
+            let waiters = state.withLock { state -> [CheckedContinuation<[ServiceGraphError.Problem], Never>] in
+                defer { state.shutdown = .finished(found) }
+                if case .running(let waiters) = state.shutdown { return waiters }
+                return []
+            }
+            for waiter in waiters {
+                waiter.resume(returning: found)
+            }
+            problems = found
+        }
         if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// Where the graph's shutdown stands; later and concurrent calls wait for the first.
+    private enum Shutdown {
+        case notStarted
+        case running(waiters: [CheckedContinuation<[ServiceGraphError.Problem], Never>])
+        case finished([ServiceGraphError.Problem])
+    }
+
+    private enum ShutdownRole {
+        case run([ServiceScope])
+        case wait
+        case done([ServiceGraphError.Problem])
     }
 
     /// The singletons' key names in the order they were created (a topological order).

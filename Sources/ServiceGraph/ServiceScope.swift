@@ -18,13 +18,14 @@ public final class ServiceScope: Sendable {
     private let state: Locked<State>
 
     private enum Instance {
-        case creating(Task<AnyBox, any Error>)
+        /// Being made; the task puts the instance in the state, so it holds none itself once done.
+        case creating(Task<Void, any Error>)
         case ready(AnyBox)
     }
 
     private enum LookupStep {
         case ready(AnyBox)
-        case wait(Task<AnyBox, any Error>)
+        case wait(Task<Void, any Error>)
         case closed
     }
 
@@ -107,7 +108,14 @@ public final class ServiceScope: Sendable {
         case .ready(let box):
             return unsafeDowncast(box, to: Box<Key.Value>.self).value
         case .wait(let task):
-            return unsafeDowncast(try await task.value, to: Box<Key.Value>.self).value
+            try await task.value
+            let box = state.withLock { state -> AnyBox? in
+                if case .ready(let box) = state.instances[slot] { return box }
+                return nil
+            }
+            // Made, then released by a close that came in between.
+            guard let box else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
+            return unsafeDowncast(box, to: Box<Key.Value>.self).value
         case .closed:
             throw ServiceGraphError(closedProblem(Key.serviceName))
         }
@@ -115,7 +123,7 @@ public final class ServiceScope: Sendable {
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
     /// resolve can try again.
-    private func create(_ slot: Int) async throws -> AnyBox {
+    private func create(_ slot: Int) async throws {
         var arguments = Arguments(core: core, scope: self, slot: slot)
         let factory = core.factory(at: slot)
         let box: AnyBox
@@ -143,7 +151,6 @@ public final class ServiceScope: Sendable {
             state.instances[slot] = .ready(box)
             state.created.append((slot, hooks))
         }
-        return box
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
@@ -165,7 +172,7 @@ public final class ServiceScope: Sendable {
 
     /// Closes and releases; nil when the scope was already closed.
     private func closeOnce() async -> [ServiceGraphError.Problem]? {
-        let pending: [Task<AnyBox, any Error>]? = state.withLock { state in
+        let pending: [Task<Void, any Error>]? = state.withLock { state in
             if state.isClosed { return nil }
             state.isClosed = true
             return state.instances.values.compactMap {

@@ -38,7 +38,7 @@ final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Senda
     }
 
     deinit {
-        recorder.released()
+        recorder.released(index)
     }
 
     func didAdd() async throws {
@@ -88,11 +88,22 @@ final class GraphRecorder: Sendable {
     }
 
     func record(_ event: Event) {
-        if case .created = event { live.add(1, ordering: .relaxed) }
+        if case .created(let index) = event {
+            live.add(1, ordering: .relaxed)
+            liveIndices.withLock { $0[index, default: 0] += 1 }
+        }
         log.withLock { $0.append(event) }
     }
 
-    func released() { live.subtract(1, ordering: .relaxed) }
+    func released(_ index: Int) {
+        live.subtract(1, ordering: .relaxed)
+        liveIndices.withLock { $0[index, default: 0] -= 1 }
+    }
+
+    private let liveIndices = Locked<[Int: Int]>([:])
+
+    /// The indices of the instances still alive.
+    var aliveIndices: [Int] { liveIndices.withLock { $0.filter { $0.value > 0 }.keys.sorted() } }
 
     var events: [Event] { log.withLock { $0 } }
     var alive: Int { live.load(ordering: .relaxed) }

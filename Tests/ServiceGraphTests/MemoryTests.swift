@@ -14,7 +14,7 @@ struct MemoryTests {
         for round in 1...rounds {
             try await buildUseAndShutDown(builder, openingAScope: round % 100 == 0)
             if round % 1_000 == 0 {
-                #expect(recorder.alive == 0, "round \(round): \(recorder.alive) instances retained")
+                #expect(recorder.alive == 0, "round \(round): instances \(recorder.aliveIndices) retained")
             }
         }
         #expect(recorder.alive == 0)

@@ -57,8 +57,12 @@ struct SingletonBuild {
     }
 
     /// The outcome of one child task.
-    private enum Step: Sendable {
-        case created(slot: Int, box: AnyBox, factory: Duration, didAdd: Duration?, hooks: (any LifecycleHooks)?)
+    ///
+    /// A finished child task can outlive the moment its result is taken (the runtime releases it a
+    /// little later), so neither its result nor its closure holds an instance strongly: the box
+    /// travels as an `Unmanaged` carrying one retain, which the receiver takes over.
+    private enum Step: @unchecked Sendable {
+        case created(slot: Int, box: Unmanaged<AnyBox>, factory: Duration, didAdd: Duration?)
         case failed(slot: Int, ServiceGraphError)
     }
 
@@ -73,7 +77,9 @@ struct SingletonBuild {
                 guard let step = await group.next() else { break }
                 running -= 1
                 switch step {
-                case .created(let slot, let box, let factory, let didAdd, let hooks):
+                case .created(let slot, let unmanaged, let factory, let didAdd):
+                    let box = unmanaged.takeRetainedValue()
+                    let hooks = didAdd == nil ? nil : core.factory(at: slot).hooks(of: box)
                     finish(slot, box, factory: factory, didAdd: didAdd, hooks: hooks)
                 case .failed(let slot, let error):
                     problems.append(contentsOf: error.problems.map { located($0, at: slot) })
@@ -126,9 +132,12 @@ struct SingletonBuild {
             do {
                 let box = try factory.makeBoxNow(&arguments)
                 let elapsed = start.duration(to: clock.now)
-                if let hooks = hooks(of: box, madeBy: factory) {
+                if hooks(of: box, madeBy: factory) != nil {
                     running += 1
-                    group.addTask { [core] in await Self.didAdd(slot, box, hooks, factory: elapsed, core: core) }
+                    let handOff = Unmanaged.passRetained(box)
+                    group.addTask { [core] in
+                        await Self.didAdd(slot, handOff.takeRetainedValue(), factory: elapsed, core: core)
+                    }
                 } else {
                     finish(slot, box, factory: elapsed, didAdd: nil, hooks: nil)
                 }
@@ -159,19 +168,17 @@ struct SingletonBuild {
             return .failed(slot: slot, core.failure(error, at: slot))
         }
         let elapsed = start.duration(to: clock.now)
-        guard let hooks = core.factory(at: slot).hooks(of: box) else {
-            return .created(slot: slot, box: box, factory: elapsed, didAdd: nil, hooks: nil)
+        guard core.factory(at: slot).hooks(of: box) != nil else {
+            return .created(slot: slot, box: .passRetained(box), factory: elapsed, didAdd: nil)
         }
-        return await didAdd(slot, box, hooks, factory: elapsed, core: core)
+        return await didAdd(slot, box, factory: elapsed, core: core)
     }
 
-    private static func didAdd(
-        _ slot: Int,
-        _ box: AnyBox,
-        _ hooks: any LifecycleHooks,
-        factory: Duration,
-        core: GraphCore
-    ) async -> Step {
+    /// Runs `didAdd` on a created instance (which has hooks).
+    private static func didAdd(_ slot: Int, _ box: AnyBox, factory: Duration, core: GraphCore) async -> Step {
+        guard let hooks = core.factory(at: slot).hooks(of: box) else {
+            return .created(slot: slot, box: .passRetained(box), factory: factory, didAdd: nil)
+        }
         let clock = ContinuousClock()
         let start = clock.now
         do {
@@ -179,7 +186,7 @@ struct SingletonBuild {
         } catch {
             return .failed(slot: slot, error)
         }
-        return .created(slot: slot, box: box, factory: factory, didAdd: start.duration(to: clock.now), hooks: hooks)
+        return .created(slot: slot, box: .passRetained(box), factory: factory, didAdd: start.duration(to: clock.now))
     }
 
     /// Records a ready service and makes its dependents ready when it was their last dependency.
