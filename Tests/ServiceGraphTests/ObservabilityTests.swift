@@ -10,12 +10,14 @@ struct ObservabilityTests {
             return milliseconds
         }
         builder.provide(ServiceA.self) { HookedService("A", log: EventLog()) }
-        builder.provide(IntKey.self) { try await slow(60) }
-        builder.provide(OtherIntKey.self, dependsOn: IntKey.self) { _ in try await slow(60) }
-        builder.provide(DoubleKey.self) { Double(try await slow(10)) }
+        // Two chained 200 ms factories against ones that return at once: the gap is wide enough that a
+        // loaded machine (or the thread sanitizer) cannot reorder them.
+        builder.provide(IntKey.self) { try await slow(200) }
+        builder.provide(OtherIntKey.self, dependsOn: IntKey.self) { _ in try await slow(200) }
+        builder.provide(DoubleKey.self) { 1.0 }
         let report = try await builder.build().startupReport(slowest: 2)
         #expect(report.criticalPath.map(\.key) == ["IntKey", "OtherIntKey"])
-        #expect(report.criticalPathDuration >= .milliseconds(120))
+        #expect(report.criticalPathDuration >= .milliseconds(400))
         #expect(Set(report.slowest.map(\.key)) == ["IntKey", "OtherIntKey"])
         #expect(report.description.contains("IntKey → OtherIntKey"))
     }
