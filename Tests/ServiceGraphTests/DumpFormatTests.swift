@@ -108,10 +108,10 @@ struct GraphDump: Codable, Equatable {
 enum Graphviz {
     static var isAvailable: Bool { path != nil }
 
+    /// `dot` as the shell would find it: the first executable one on `PATH`.
     private static var path: String? {
-        ["/usr/bin/dot", "/usr/local/bin/dot", "/opt/homebrew/bin/dot"].first {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        return directories.map { "\($0)/dot" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     struct Failure: Error, CustomStringConvertible {

@@ -7,9 +7,6 @@
 class AnyBox: @unchecked Sendable {
     @usableFromInline
     init() {}
-
-    /// The instance, erased, for diagnostics and tests.
-    var instance: any Sendable { () }
 }
 
 /// The box for a `Value`. Immutable, so sharing it across tasks is safe.
@@ -22,6 +19,4 @@ final class Box<Value: Sendable>: AnyBox, @unchecked Sendable {
     init(_ value: Value) {
         self.value = value
     }
-
-    override var instance: any Sendable { value }
 }

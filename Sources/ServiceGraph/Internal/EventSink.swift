@@ -2,8 +2,6 @@
 struct EventSink: Sendable {
     let handler: (@Sendable (ServiceGraphEvent) -> Void)?
 
-    var isEnabled: Bool { handler != nil }
-
     func send(_ event: @autoclosure () -> ServiceGraphEvent) {
         handler?(event())
     }

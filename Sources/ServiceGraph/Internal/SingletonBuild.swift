@@ -161,14 +161,15 @@ struct SingletonBuild {
         let clock = ContinuousClock()
         let start = clock.now
         var arguments = Arguments(core: core, scope: nil, slot: slot)
+        let factory = core.factory(at: slot)
         let box: AnyBox
         do {
-            box = try await core.factory(at: slot).makeBox(&arguments)
+            box = try await factory.makeBox(&arguments)
         } catch {
             return .failed(slot: slot, core.failure(error, at: slot))
         }
         let elapsed = start.duration(to: clock.now)
-        guard core.factory(at: slot).hooks(of: box) != nil else {
+        guard factory.hooks(of: box) != nil else {
             return .created(slot: slot, box: .passRetained(box), factory: elapsed, didAdd: nil)
         }
         return await didAdd(slot, box, factory: elapsed, core: core)

@@ -30,11 +30,6 @@ final class SingletonStorage: @unchecked Sendable {
         creationOrder.append(slot)
     }
 
-    /// The box at `slot`, retained, or nil (for dumps and tests; the resolve path reads `base`).
-    func box(at slot: Int) -> AnyBox? {
-        base[slot]?.takeUnretainedValue()
-    }
-
     /// Drops every instance, most recently created first.
     func removeAll() {
         for slot in creationOrder.reversed() {
