@@ -9,7 +9,7 @@ struct StartedService: Sendable {
 enum Lifecycle {
     /// Calls `didAdd` on a freshly created instance.
     static func didAdd(_ hooks: any LifecycleHooks, of slot: Int, in core: GraphCore) async throws(ServiceGraphError) {
-        if let problem = await run("didAdd", of: slot, in: core, hooks.didAdd) {
+        if let problem = await run(.didAdd, of: slot, in: core, hooks.didAdd) {
             throw ServiceGraphError(problem)
         }
     }
@@ -21,7 +21,7 @@ enum Lifecycle {
     static func release(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for service in started.reversed() {
-            if let problem = await run("willRemove", of: service.slot, in: core, service.hooks.willRemove) {
+            if let problem = await run(.willRemove, of: service.slot, in: core, service.hooks.willRemove) {
                 problems.append(problem)
             }
         }
@@ -30,13 +30,13 @@ enum Lifecycle {
 
     /// Runs one hook; nil when it succeeded, else the problem (it threw, or did not finish in time).
     private static func run(
-        _ hookName: String,
+        _ kind: ServiceGraphEvent.Kind,
         of slot: Int,
         in core: GraphCore,
         _ hook: @escaping @Sendable () async throws -> Void
     ) async -> ServiceGraphError.Problem? {
         let name = core.name(slot)
-        let kind: ServiceGraphEvent.Kind = hookName == "didAdd" ? .didAdd : .willRemove
+        let hookName = kind.description
         let clock = ContinuousClock()
         let start = clock.now
         do {
@@ -57,7 +57,7 @@ enum Lifecycle {
         } catch {
             core.events.send(ServiceGraphEvent(kind, key: name, duration: start.duration(to: clock.now), error: error))
             return .init(
-                hookName == "didAdd" ? .didAddFailed : .willRemoveFailed,
+                kind == .didAdd ? .didAddFailed : .willRemoveFailed,
                 key: name,
                 path: [name],
                 site: core.site(slot),
