@@ -25,6 +25,22 @@ extension ServiceGraph {
         /// hook is cancelled. `nil`, the default, waits for hooks however long they take.
         public var hookTimeout: Duration?
 
+        /// How long an asynchronous factory of a singleton (at build) or of a scoped service (in its
+        /// scope) may run before the graph abandons it with ``ServiceGraphError/Code/factoryTimedOut``:
+        /// the build then fails and releases what it started. The abandoned factory is cancelled and its
+        /// instance, if it ever makes one, is dropped. `nil`, the default, waits however long it takes
+        /// (cancelling the build's task still returns promptly).
+        public var factoryTimeout: Duration?
+
+        /// Whether a graph that still owes `willRemove` hooks must be shut down before it is released.
+        ///
+        /// A graph released without ``ServiceGraph/shutdown()`` cannot run its services' async
+        /// `willRemove` hooks. It always sends a ``ServiceGraphEvent/Kind/droppedWithoutShutdown`` event
+        /// naming them; when this is true (the default), debug builds also stop with an assertion that
+        /// names them, as a forgotten shutdown is a bug. Set it to false where dropping a graph is
+        /// deliberate.
+        public var requiresShutdown = true
+
         /// Receives the graph's events: build, service creation, hooks, release, scopes, and resolves
         /// when ``reportsResolveEvents`` is on. Nil by default: no events are made.
         public var eventHandler: (@Sendable (ServiceGraphEvent) -> Void)?

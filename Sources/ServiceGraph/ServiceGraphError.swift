@@ -78,6 +78,8 @@ extension ServiceGraphError {
             case requiresAwait = "requires await"
             case scopeClosed = "scope closed"
             case graphShutDown = "graph shut down"
+            case factoryTimedOut = "factory timed out"
+            case reentrantResolution = "re-entrant resolution"
         }
 
         private let base: Base
@@ -118,6 +120,11 @@ extension ServiceGraphError {
         public static let scopeClosed = Code(.scopeClosed)
         /// A graph that was shut down was asked for a service.
         public static let graphShutDown = Code(.graphShutDown)
+        /// An asynchronous factory did not finish within ``ServiceGraph/Builder/factoryTimeout``.
+        public static let factoryTimedOut = Code(.factoryTimedOut)
+        /// A factory asked the graph (or a scope) for the service it is making, directly or through
+        /// other services: at run time, a cycle the declared dependencies do not show.
+        public static let reentrantResolution = Code(.reentrantResolution)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

@@ -23,6 +23,8 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
             case scopeOpened = "scope opened"
             case scopeClosed = "scope closed"
             case shutdownFinished = "shutdown finished"
+            case scopeDropped = "scope dropped"
+            case droppedWithoutShutdown = "graph dropped without shutdown"
         }
 
         private let base: Base
@@ -54,6 +56,13 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         public static let scopeClosed = Kind(.scopeClosed)
         /// The graph was shut down; the duration covers every `willRemove`.
         public static let shutdownFinished = Kind(.shutdownFinished)
+        /// A scope was released without ``ServiceScope/close()``: its instances are released and the
+        /// `willRemove` hooks it owed run in the background (the graph's shutdown waits for them); the
+        /// key lists the services whose hooks it owed.
+        public static let scopeDropped = Kind(.scopeDropped)
+        /// A graph was released without ``ServiceGraph/shutdown()`` while services with lifecycle hooks
+        /// were still started: their `willRemove` never ran. The key lists them.
+        public static let droppedWithoutShutdown = Kind(.droppedWithoutShutdown)
     }
 
     /// What happened.
