@@ -7,3 +7,13 @@ public enum DoubleKey<Original: ServiceKey, Double: Sendable>: ServiceKey {
         "\(Original.serviceName) double (\(TypeName.display(Double.self)))"
     }
 }
+
+/// What the builder knows of any ``DoubleKey``: the key it stands in for, so a second double for that
+/// key replaces the first.
+protocol TestDoubleKey {
+    static var originalKeyID: ObjectIdentifier { get }
+}
+
+extension DoubleKey: TestDoubleKey {
+    static var originalKeyID: ObjectIdentifier { Original.keyID }
+}

@@ -47,7 +47,7 @@ extension ServiceGraph.Builder {
 
     /// The plan of this builder's graph, or every problem it has.
     func validatedPlan() throws(ServiceGraphError) -> GraphPlan {
-        if let plan = validatedPlans.plan(for: registrations) { return plan }
+        if let plan = validatedPlans.plan(for: revision) { return plan }
         let plan = GraphPlan(registrations)
         let problems = GraphValidator(plan).problems()
         guard problems.isEmpty else {
@@ -56,7 +56,7 @@ extension ServiceGraph.Builder {
                 snapshot: GraphSnapshot { GraphDescription(plan: plan).marked(with: problems) }
             )
         }
-        validatedPlans.store(plan, for: registrations)
+        validatedPlans.store(plan, for: revision)
         return plan
     }
 }

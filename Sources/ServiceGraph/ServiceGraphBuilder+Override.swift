@@ -86,6 +86,9 @@ extension ServiceGraph.Builder {
     /// The double is a singleton; `key` keeps the lifetime of the provider it replaces. The `as`
     /// closure turns the double into the key's `Value` (usually `{ $0 }`), checked by the compiler.
     ///
+    /// As with `override`, the last override of a key wins: a second double for `key` replaces the
+    /// first, whose ``DoubleKey`` is then no longer in the graph.
+    ///
     /// - Returns: The key of the double in the graph.
     @discardableResult
     public mutating func override<Key: ServiceKey, Double: Sendable>(
@@ -95,6 +98,9 @@ extension ServiceGraph.Builder {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> DoubleKey<Key, Double>.Type {
+        registrations.removeAll { registration in
+            (registration.key as? any TestDoubleKey.Type)?.originalKeyID == Key.keyID
+        }
         provide(DoubleKey<Key, Double>.self, fileID: fileID, line: line, factory: makeDouble)
         override(key, dependsOn: DoubleKey<Key, Double>.self, fileID: fileID, line: line) { upcast($0) }
         return DoubleKey<Key, Double>.self

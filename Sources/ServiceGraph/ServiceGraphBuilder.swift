@@ -13,7 +13,11 @@ extension ServiceGraph {
     /// ```
     public struct Builder: Sendable {
         /// Every `provide` and `override` call, in order.
-        var registrations: [Registration] = []
+        var registrations: [Registration] = [] {
+            didSet { revision = .next() }
+        }
+        /// Changes with every change to `registrations`: the key of the validated-plan cache.
+        private(set) var revision = RegistrationsRevision.empty
         /// Keys declared as used from outside the graph (see `declareEntryPoints`).
         var entryPoints: Set<ObjectIdentifier> = []
         /// The last validated plan, so `validate()` then `build()` validates once.

@@ -1,14 +1,15 @@
+import Synchronization
+
 /// Remembers the plan of the builder's last successful validation, so that the usual
 /// `try builder.validate()` followed by `try await builder.build()` validates once.
 ///
-/// Copies of a builder share the cache, so an entry is keyed by the identity of the registrations it
-/// was made from: the address of their array's buffer and their count. The cached plan keeps that
-/// buffer alive (a valid plan's providers are the registrations themselves), so no other array can
-/// take its address while the entry exists; and appending changes the count or the buffer.
+/// Copies of a builder share the cache, so an entry is keyed by the ``RegistrationsRevision`` of the
+/// registrations it was made from: every change to a builder's registrations gives them a revision
+/// never used before, so two builders with the same revision have the same registrations, and a
+/// cache hit can never change an answer.
 final class ValidatedPlanCache: Sendable {
-    private struct Entry: @unchecked Sendable {
-        let address: UnsafeRawPointer?
-        let count: Int
+    private struct Entry: Sendable {
+        let revision: RegistrationsRevision
         let plan: GraphPlan
     }
 
@@ -16,20 +17,34 @@ final class ValidatedPlanCache: Sendable {
 
     init() {}
 
-    func plan(for registrations: [Registration]) -> GraphPlan? {
-        let address = Self.address(of: registrations)
-        return entry.withLock { entry in
-            guard let entry, entry.address == address, entry.count == registrations.count else { return nil }
+    func plan(for revision: RegistrationsRevision) -> GraphPlan? {
+        entry.withLock { entry in
+            guard let entry, entry.revision == revision else { return nil }
             return entry.plan
         }
     }
 
-    func store(_ plan: GraphPlan, for registrations: [Registration]) {
-        let address = Self.address(of: registrations)
-        entry.withLock { $0 = Entry(address: address, count: registrations.count, plan: plan) }
+    func store(_ plan: GraphPlan, for revision: RegistrationsRevision) {
+        entry.withLock { $0 = Entry(revision: revision, plan: plan) }
+    }
+}
+
+/// Identifies one state of a builder's registrations: a fresh number, process-wide, each time they
+/// change. Copies of a builder share a revision only while they share their registrations.
+struct RegistrationsRevision: Hashable, Sendable {
+    private let value: UInt64
+
+    /// The revision of a builder with no registrations.
+    static let empty = RegistrationsRevision(value: 0)
+
+    private static let counter = Atomic<UInt64>(0)
+
+    private init(value: UInt64) {
+        self.value = value
     }
 
-    private static func address(of registrations: [Registration]) -> UnsafeRawPointer? {
-        registrations.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+    /// A revision no builder has had before.
+    static func next() -> RegistrationsRevision {
+        RegistrationsRevision(value: counter.add(1, ordering: .relaxed).newValue)
     }
 }

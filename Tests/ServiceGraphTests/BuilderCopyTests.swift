@@ -1,0 +1,93 @@
+import ServiceGraph
+import Testing
+
+/// Copies of a builder are independent values: each builds exactly its own registrations, however
+/// the builders before it were validated, built and freed.
+@Suite("Builder copies")
+struct BuilderCopyTests {
+    private enum NameKey: ServiceKey { typealias Value = String }
+    private enum GreetingKey: ServiceKey { typealias Value = String }
+    private enum NeverProvidedKey: ServiceKey { typealias Value = String }
+
+    private static func base() -> ServiceGraph.Builder {
+        var builder = ServiceGraph.Builder()
+        builder.provide(NameKey.self) { "real" }
+        builder.provide(GreetingKey.self, dependsOn: NameKey.self) { "hello \($0)" }
+        return builder
+    }
+
+    @Test func eachCopyBuildsItsOwnOverride() async throws {
+        let base = Self.base()
+        var built: [String] = []
+        for name in ["a", "b", "c", "d"] {
+            var copy = base
+            copy.override(NameKey.self, with: name)
+            let graph = try await copy.build()
+            built.append(graph[GreetingKey.self])
+            try await graph.shutdown()
+        }
+        #expect(built == ["hello a", "hello b", "hello c", "hello d"])
+        let graph = try await base.build()
+        #expect(graph[GreetingKey.self] == "hello real")
+    }
+
+    @Test func validatingOneCopyDoesNotValidateAnother() async throws {
+        let base = Self.base()
+        for _ in 0..<20 {
+            var valid = base
+            valid.override(NameKey.self, with: "fine")
+            try valid.validate()
+            _ = try await valid.build()
+            var invalid = base
+            invalid.override(NeverProvidedKey.self, with: "typo")
+            #expect(throws: ServiceGraphError.self) { try invalid.validate() }
+            await #expect(throws: ServiceGraphError.self) { _ = try await invalid.build() }
+        }
+    }
+
+    @Test func aCopyOverridingAnUnknownKeyFailsAfterTheBaseWasValidated() throws {
+        let base = Self.base()
+        try base.validate()
+        var copy = base
+        copy.override(NeverProvidedKey.self, with: "typo")
+        let error = try #require(throws: ServiceGraphError.self) { try copy.validate() }
+        #expect(error.code == .overrideOfUnknownKey)
+        #expect(error.problems[0].key.contains("NeverProvidedKey"))
+        try base.validate()
+    }
+
+    @Test func copiesBuiltInParallelGetTheirOwnOverrides() async throws {
+        let base = Self.base()
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    var copy = base
+                    copy.override(NameKey.self, with: "n\(index)")
+                    try copy.validate()
+                    let graph = try await copy.build()
+                    defer { Task { try? await graph.shutdown() } }
+                    return (index, graph[GreetingKey.self])
+                }
+            }
+            for try await (index, greeting) in group {
+                #expect(greeting == "hello n\(index)")
+            }
+        }
+    }
+
+    @Test func overridingWithADoubleTwiceKeepsTheLastLikeOverride() async throws {
+        final class Double: Sendable {
+            let label: String
+            init(_ label: String) { self.label = label }
+        }
+        enum LabelKey: ServiceKey { typealias Value = String }
+        var builder = ServiceGraph.Builder()
+        builder.provide(LabelKey.self) { "real" }
+        builder.override(LabelKey.self, withDouble: { Double("first") }, as: { $0.label })
+        let second = builder.override(LabelKey.self, withDouble: { Double("second") }, as: { $0.label })
+        let graph = try await builder.build()
+        #expect(graph[LabelKey.self] == "second")
+        #expect(graph[second].label == "second")
+        try await graph.shutdown()
+    }
+}
