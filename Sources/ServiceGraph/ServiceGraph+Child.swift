@@ -8,6 +8,10 @@ extension ServiceGraph {
     /// transients and scoped instances, and keeps the parent alive as long as it lives. A child of a
     /// child searches itself, then its parent, then the root.
     ///
+    /// The parent's ``shutdown()`` shuts its live children down first, newest first; a child builder
+    /// of a graph that is shut down (or shutting down) fails to build with
+    /// ``ServiceGraphError/Code/graphShutDown``.
+    ///
     /// ```swift
     /// var tenant = app.makeChildBuilder()
     /// tenant.provide(ThemeKey.self) { Theme.dark }          // replaces the app's theme here only
@@ -16,7 +20,10 @@ extension ServiceGraph {
     /// ```
     public func makeChildBuilder() -> Builder {
         var builder = Builder()
+        builder.parent = self
         builder.hookTimeout = core.hookTimeout
+        builder.factoryTimeout = core.factoryTimeout
+        builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
         for slot in 0..<core.count {
             builder.registrations.append(core.inheritedRegistration(at: slot, from: self))

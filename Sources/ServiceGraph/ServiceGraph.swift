@@ -18,17 +18,61 @@ public final class ServiceGraph: Sendable {
     @usableFromInline
     let core: GraphCore
     let record: BuildRecord
+    /// The graph this one is a child of: kept alive as long as the child lives.
+    let parent: ServiceGraph?
+    /// This graph's number among its parent's children.
+    let childID: Int
+    /// See ``Builder/requiresShutdown``.
+    let requiresShutdown: Bool
     private let state = Locked(State())
 
+    /// What a graph tracks so that its shutdown comes after everything that uses its singletons.
     private struct State {
         var shutdown = Shutdown.notStarted
-        var openScopes: [Int: ServiceScope] = [:]
-        var nextScopeID = 0
+        /// Open scopes, weakly: the graph does not keep a scope alive.
+        var scopes: [Int: WeakReference<ServiceScope>] = [:]
+        /// Live child graphs, weakly (a child keeps its parent alive, not the reverse).
+        var children: [Int: WeakReference<ServiceGraph>] = [:]
+        var nextID = 0
+        /// Scopes not yet closed (including dropped ones still releasing) and children not yet shut
+        /// down (including ones being built); the shutdown waits for them all.
+        var unfinished = 0
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(core: GraphCore, record: BuildRecord) {
+    init(core: GraphCore, record: BuildRecord, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
         self.core = core
         self.record = record
+        self.parent = parent
+        self.childID = childID
+        self.requiresShutdown = requiresShutdown
+    }
+
+    deinit {
+        let wasShutDown = state.withLock { state in
+            if case .notStarted = state.shutdown { return false }
+            return true
+        }
+        if !wasShutDown {
+            parent?.childFinished(childID)
+            reportDroppedWithoutShutdown()
+        }
+    }
+
+    /// Says that the graph is released while services still owe their `willRemove`.
+    private func reportDroppedWithoutShutdown() {
+        guard !record.started.isEmpty else { return }
+        let names = record.started.map { core.name($0.slot) }.joined(separator: ", ")
+        core.events.send(ServiceGraphEvent(.droppedWithoutShutdown, key: names))
+        if requiresShutdown {
+            assertionFailure(
+                """
+                ServiceGraph: a graph was released without `try await graph.shutdown()`; willRemove never \
+                ran for: \(names). Shut the graph down before releasing it (or set \
+                `builder.requiresShutdown = false` where dropping it is deliberate).
+                """
+            )
+        }
     }
 
     /// The singleton for `key`.
@@ -87,7 +131,10 @@ public final class ServiceGraph: Sendable {
     /// Opens a child scope that owns its ``Lifetime/scoped`` instances.
     ///
     /// Close the scope with ``ServiceScope/close()`` to release its instances in reverse order. Scopes
-    /// still open when the graph shuts down are closed first.
+    /// still open when the graph shuts down are closed first. The graph does not keep a scope alive: a
+    /// scope released without `close()` releases its instances, and the `willRemove` hooks it owed run
+    /// in the background (the graph's shutdown waits for them), with a
+    /// ``ServiceGraphEvent/Kind/scopeDropped`` event.
     ///
     /// - Throws: ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``.
     public func makeScope() throws(ServiceGraphError) -> ServiceScope {
@@ -95,25 +142,84 @@ public final class ServiceGraph: Sendable {
             guard case .notStarted = state.shutdown else {
                 throw ServiceGraphError(core.shutDownProblem("a new scope"))
             }
-            let scope = ServiceScope(graph: self, id: state.nextScopeID)
-            state.openScopes[state.nextScopeID] = scope
-            state.nextScopeID += 1
+            let scope = ServiceScope(graph: self, id: state.nextID)
+            state.scopes[state.nextID] = WeakReference(scope)
+            state.nextID += 1
+            state.unfinished += 1
             core.events.send(ServiceGraphEvent(.scopeOpened))
             return scope
         }
     }
 
-    func scopeDidClose(_ scope: ServiceScope) {
-        _ = state.withLock { $0.openScopes.removeValue(forKey: scope.id) }
+    /// A scope has closed, or was dropped and has released what it owned.
+    func scopeFinished(_ id: Int) {
+        finish { $0.scopes.removeValue(forKey: id) != nil }
     }
 
-    /// Releases the graph: closes open scopes, then calls ``LifecycleHooks/willRemove()`` on every
-    /// started singleton in reverse topological order.
+    /// Registers a child graph about to be built; throws once this graph is shutting down.
+    func childBuildStarted() throws(ServiceGraphError) -> Int {
+        try state.withLock { state throws(ServiceGraphError) in
+            guard case .notStarted = state.shutdown else {
+                throw ServiceGraphError(core.shutDownProblem("a child graph"))
+            }
+            let id = state.nextID
+            state.nextID += 1
+            state.unfinished += 1
+            return id
+        }
+    }
+
+    /// Records a built child graph; false when this graph began shutting down during the build (the
+    /// child must then shut itself down).
+    func childBuilt(_ child: ServiceGraph) -> Bool {
+        state.withLock { state in
+            guard case .notStarted = state.shutdown else { return false }
+            state.children[child.childID] = WeakReference(child)
+            return true
+        }
+    }
+
+    /// A child graph has shut down, was released, or failed to build.
+    func childFinished(_ id: Int) {
+        finish { state in
+            state.children[id] = nil
+            return true
+        }
+    }
+
+    private func finish(_ update: (inout State) -> Bool) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard update(&state) else { return [] }
+            state.unfinished -= 1
+            guard state.unfinished == 0 else { return [] }
+            defer { state.drainWaiters = [] }
+            return state.drainWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until every scope and child graph has finished.
+    private func waitForDependents() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let drained = state.withLock { state in
+                if state.unfinished == 0 { return true }
+                state.drainWaiters.append(waiter)
+                return false
+            }
+            if drained { waiter.resume() }
+        }
+    }
+
+    /// Releases the graph: shuts down its child graphs, newest first, and closes its open scopes,
+    /// newest first; waits for scopes closing or releasing on their own; then calls
+    /// ``LifecycleHooks/willRemove()`` on every started singleton in reverse topological order.
     ///
     /// Each hook runs exactly once, even when shutdown is called again or concurrently (later calls
     /// wait for the first and report the same result). A hook that throws does not stop the others.
+    /// Cancelling the task that calls `shutdown()` does not cut the cleanup short: every hook still
+    /// runs, bounded by ``Builder/hookTimeout`` only.
     ///
-    /// - Throws: A ``ServiceGraphError`` with every hook failure.
+    /// - Throws: A ``ServiceGraphError`` with every hook failure, the children's and scopes' included.
     public func shutdown() async throws(ServiceGraphError) {
         let role = state.withLock { state -> ShutdownRole in
             switch state.shutdown {
@@ -122,9 +228,9 @@ public final class ServiceGraph: Sendable {
             case .notStarted:
                 core.isShutDown.store(true, ordering: .releasing)
                 state.shutdown = .running(waiters: [])
-                let scopes = state.openScopes.sorted { $0.key > $1.key }.map(\.value)
-                state.openScopes = [:]
-                return .run(scopes)
+                let children = state.children.sorted { $0.key > $1.key }.compactMap { $0.value.object }
+                let scopes = state.scopes.sorted { $0.key > $1.key }.compactMap { $0.value.object }
+                return .run(children: children, scopes: scopes)
             }
         }
         let problems: [ServiceGraphError.Problem]
@@ -145,27 +251,40 @@ public final class ServiceGraph: Sendable {
                 }
                 if let finished { waiter.resume(returning: finished) }
             }
-        case .run(let scopes):
-            // Released here, in the caller's task: no task object outlives the release holding the
-            // instances it released.
-            let start = ContinuousClock.now
-            var found: [ServiceGraphError.Problem] = []
-            for scope in scopes {
-                found += await scope.closeForShutdown()
-            }
-            found += await Lifecycle.release(record.started, of: core)
-            core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
-            let waiters = state.withLock { state -> [CheckedContinuation<[ServiceGraphError.Problem], Never>] in
-                defer { state.shutdown = .finished(found) }
-                if case .running(let waiters) = state.shutdown { return waiters }
-                return []
-            }
-            for waiter in waiters {
-                waiter.resume(returning: found)
-            }
-            problems = found
+        case .run(let children, let scopes):
+            problems = await runShutdown(children: children, scopes: scopes)
         }
         if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// The one shutdown of this graph, run in the caller's task: no task object outlives the release
+    /// holding the instances it released.
+    private func runShutdown(children: [ServiceGraph], scopes: [ServiceScope]) async -> [ServiceGraphError.Problem] {
+        let start = ContinuousClock.now
+        var found: [ServiceGraphError.Problem] = []
+        for child in children {
+            do {
+                try await child.shutdown()
+            } catch {
+                found += error.problems
+            }
+        }
+        for scope in scopes {
+            found += await scope.closeForShutdown()
+        }
+        await waitForDependents()
+        found += await Lifecycle.release(record.started, of: core)
+        core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
+        let waiters = state.withLock { state -> [CheckedContinuation<[ServiceGraphError.Problem], Never>] in
+            defer { state.shutdown = .finished(found) }
+            if case .running(let waiters) = state.shutdown { return waiters }
+            return []
+        }
+        parent?.childFinished(childID)
+        for waiter in waiters {
+            waiter.resume(returning: found)
+        }
+        return found
     }
 
     /// Where the graph's shutdown stands; later and concurrent calls wait for the first.
@@ -176,7 +295,7 @@ public final class ServiceGraph: Sendable {
     }
 
     private enum ShutdownRole {
-        case run([ServiceScope])
+        case run(children: [ServiceGraph], scopes: [ServiceScope])
         case wait
         case done([ServiceGraphError.Problem])
     }

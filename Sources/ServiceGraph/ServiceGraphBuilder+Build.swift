@@ -22,17 +22,43 @@ extension ServiceGraph.Builder {
     /// - Throws: A ``ServiceGraphError``: the validation problems, or the failing service with its path.
     public func build() async throws(ServiceGraphError) -> ServiceGraph {
         let plan = try validatedPlan()
+        // A child graph is registered with its parent before anything runs, so the parent's shutdown
+        // waits for the build, and a parent that is shut down builds no child.
+        let childID = try parent?.childBuildStarted() ?? -1
         let core = GraphCore(
             plan: plan,
             hookTimeout: hookTimeout,
+            factoryTimeout: factoryTimeout,
+            parentClaims: parent?.core.hookClaims,
             events: EventSink(handler: eventHandler),
             reportsResolves: reportsResolveEvents && eventHandler != nil
         )
         var build = SingletonBuild(plan: plan, core: core)
         let outcome = await build.run()
         switch outcome {
-        case .success(let record): return ServiceGraph(core: core, record: record)
+        case .success(let record):
+            let graph = ServiceGraph(
+                core: core,
+                record: record,
+                parent: parent,
+                childID: childID,
+                requiresShutdown: requiresShutdown
+            )
+            if let parent, !parent.childBuilt(graph) {
+                // The parent began shutting down during the build: the child it would have shut down
+                // first shuts itself down.
+                let problems: [ServiceGraphError.Problem]
+                do {
+                    try await graph.shutdown()
+                    problems = []
+                } catch {
+                    problems = error.problems
+                }
+                throw ServiceGraphError([parent.core.shutDownProblem("a child graph")] + problems)
+            }
+            return graph
         case .failure(let error):
+            parent?.childFinished(childID)
             let problems = error.problems
             var record = build.record
             record.started = []  // the snapshot must not keep the released instances alive

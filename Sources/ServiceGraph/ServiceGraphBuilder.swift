@@ -22,6 +22,8 @@ extension ServiceGraph {
         var entryPoints: Set<ObjectIdentifier> = []
         /// The last validated plan, so `validate()` then `build()` validates once.
         let validatedPlans = ValidatedPlanCache()
+        /// For a child graph's builder: the graph it is a child of.
+        var parent: ServiceGraph?
 
         /// How long a ``LifecycleHooks/didAdd()`` or ``LifecycleHooks/willRemove()`` may run before the
         /// graph abandons it with ``ServiceGraphError/Code/hookTimedOut`` and goes on (cleaning up after

@@ -33,7 +33,19 @@ public final class ServiceScope: Sendable {
         var instances: [Int: Instance] = [:]
         /// Created instances in creation order; those with hooks must get `willRemove`.
         var created: [(slot: Int, hooks: (any LifecycleHooks)?)] = []
-        var isClosed = false
+        var closing = Closing.open
+    }
+
+    /// Where the scope's one close stands; a shutdown that finds the scope closing waits for it.
+    private enum Closing {
+        case open
+        case closing(waiters: [CheckedContinuation<[ServiceGraphError.Problem], Never>])
+        case closed([ServiceGraphError.Problem])
+
+        var isOpen: Bool {
+            if case .open = self { return true }
+            return false
+        }
     }
 
     init(graph: ServiceGraph, id: Int) {
@@ -43,14 +55,52 @@ public final class ServiceScope: Sendable {
         self.state = Locked(State())
     }
 
+    /// A scope released without ``close()`` releases its instances, most recent first; the hooks it
+    /// owed run in a task of their own, which the graph's shutdown waits for.
+    deinit {
+        let dropped = state.withLock { state -> DroppedScope? in
+            guard state.closing.isOpen else { return nil }
+            state.closing = .closed([])
+            defer {
+                state.created = []
+                state.instances = [:]
+            }
+            var boxes: [AnyBox] = []
+            var owed: [StartedService] = []
+            for entry in state.created {
+                if case .ready(let box) = state.instances[entry.slot] { boxes.append(box) }
+                if let hooks = entry.hooks { owed.append(StartedService(slot: entry.slot, hooks: hooks)) }
+            }
+            return DroppedScope(owed: owed, boxes: boxes)
+        }
+        guard let dropped else { return }
+        let graph = self.graph
+        let id = self.id
+        guard dropped.owesHooks else {
+            dropped.releaseInstances()
+            graph?.scopeFinished(id)
+            return
+        }
+        let core = self.core
+        core.events.send(ServiceGraphEvent(.scopeDropped, key: dropped.owedNames(in: core)))
+        Task {
+            _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
+            dropped.releaseInstances()
+            graph?.scopeFinished(id)
+        }
+    }
+
     /// The graph's singleton for `key`; see ``ServiceGraph/subscript(_:)``.
+    ///
+    /// Works as long as the scope does, even after the last reference to the graph is gone: the
+    /// scope keeps the graph's services alive.
     ///
     /// - Complexity: O(1), no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        guard let graph else {
-            preconditionFailure("ServiceGraph: the graph of this scope was deallocated")
+        guard let slot = core.slot(of: key), let value = core.singleton(at: slot, as: Key.Value.self) else {
+            core.trapNotSingleton(key)
         }
-        return graph[key]
+        return value
     }
 
     /// Resolves `key` in this scope: the scope's instance of a scoped service (created on first use),
@@ -84,7 +134,7 @@ public final class ServiceScope: Sendable {
         guard let slot = core.slot(of: key) else {
             throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
         }
-        if state.withLock({ $0.isClosed }) {
+        if !state.withLock({ $0.closing.isOpen }) {
             throw ServiceGraphError(closedProblem(Key.serviceName))
         }
         return slot
@@ -94,7 +144,7 @@ public final class ServiceScope: Sendable {
     @usableFromInline
     nonisolated(nonsending) func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
         let step = state.withLock { state -> LookupStep in
-            if state.isClosed { return .closed }
+            if !state.closing.isOpen { return .closed }
             switch state.instances[slot] {
             case .ready(let box): return .ready(box)
             case .creating(let task): return .wait(task)
@@ -138,11 +188,12 @@ public final class ServiceScope: Sendable {
             state.withLock { _ = $0.instances.removeValue(forKey: slot) }
             throw core.failure(error, at: slot)
         }
-        let hooks = factory.hooks(of: box)
+        let hooks = factory.hooks(of: box).flatMap { core.hookClaims.claim($0) ? $0 : nil }
         if let hooks {
             do {
                 try await Lifecycle.didAdd(hooks, of: slot, in: core)
             } catch {
+                core.hookClaims.giveBack(hooks)
                 state.withLock { _ = $0.instances.removeValue(forKey: slot) }
                 throw error
             }
@@ -156,55 +207,130 @@ public final class ServiceScope: Sendable {
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
     /// on each scoped instance in reverse creation order and releases them.
     ///
+    /// Cancelling the calling task does not cut the cleanup short: every hook still runs, bounded by
+    /// ``ServiceGraph/Builder/hookTimeout`` only.
+    ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
     ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
     public func close() async throws(ServiceGraphError) {
-        guard let problems = await closeOnce() else {
+        guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }
         if !problems.isEmpty { throw ServiceGraphError(problems) }
     }
 
-    /// Closes the scope on behalf of the graph's shutdown; a scope already closed has nothing to do.
+    /// Closes the scope on behalf of the graph's shutdown: a scope being closed by someone else is
+    /// waited for; its problems are reported by the one who closed it.
     func closeForShutdown() async -> [ServiceGraphError.Problem] {
-        await closeOnce() ?? []
+        await closeOnce(waitingForAnother: true) ?? []
     }
 
-    /// Closes and releases; nil when the scope was already closed.
-    private func closeOnce() async -> [ServiceGraphError.Problem]? {
-        let pending: [Task<Void, any Error>]? = state.withLock { state in
-            if state.isClosed { return nil }
-            state.isClosed = true
-            return state.instances.values.compactMap {
-                if case .creating(let task) = $0 { task } else { nil }
+    /// Closes and releases, once. Nil when the scope was already closed, or being closed: then, if
+    /// `waitingForAnother`, only after that close finished.
+    private func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
+        enum Role {
+            case close([Task<Void, any Error>])
+            case wait
+            case done
+        }
+        let role = state.withLock { state -> Role in
+            switch state.closing {
+            case .open:
+                state.closing = .closing(waiters: [])
+                return .close(
+                    state.instances.values.compactMap {
+                        if case .creating(let task) = $0 { task } else { nil }
+                    }
+                )
+            case .closing: return waitingForAnother ? .wait : .done
+            case .closed: return .done
             }
         }
-        guard let pending else { return nil }
-        for task in pending {
-            _ = try? await task.value
-        }
-        var (created, instances) = state.withLock { state in
-            defer {
-                state.created = []
-                state.instances = [:]
+        switch role {
+        case .done:
+            return nil
+        case .wait:
+            _ = await withCheckedContinuation { waiter in
+                let finished = state.withLock { state -> [ServiceGraphError.Problem]? in
+                    guard case .closing(var waiters) = state.closing else { return [] }
+                    waiters.append(waiter)
+                    state.closing = .closing(waiters: waiters)
+                    return nil
+                }
+                if let finished { waiter.resume(returning: finished) }
             }
-            return (state.created, state.instances)
+            return nil
+        case .close(let pending):
+            for task in pending {
+                _ = try? await task.value
+            }
+            var (created, instances) = state.withLock { state in
+                defer {
+                    state.created = []
+                    state.instances = [:]
+                }
+                return (state.created, state.instances)
+            }
+            let started = created.compactMap { entry in
+                entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
+            }
+            let problems = await Lifecycle.release(started, of: core)
+            core.events.send(ServiceGraphEvent(.scopeClosed))
+            // Drop the scope's references most recent first, as the hooks ran.
+            while let entry = created.popLast() {
+                instances.removeValue(forKey: entry.slot)
+            }
+            let waiters = state.withLock { state in
+                defer { state.closing = .closed(problems) }
+                if case .closing(let waiters) = state.closing { return waiters }
+                return []
+            }
+            graph?.scopeFinished(id)
+            for waiter in waiters { waiter.resume(returning: problems) }
+            return problems
         }
-        graph?.scopeDidClose(self)
-        let started = created.compactMap { entry in entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) } }
-        let problems = await Lifecycle.release(started, of: core)
-        core.events.send(ServiceGraphEvent(.scopeClosed))
-        // Drop the scope's references most recent first, as the hooks ran.
-        while let entry = created.popLast() {
-            instances.removeValue(forKey: entry.slot)
-        }
-        return problems
     }
 
-    /// Whether ``close()`` has been called (or the graph has shut down).
-    public var isClosed: Bool { state.withLock { $0.isClosed } }
+    /// Whether ``close()`` has been called (or the graph has shut down, or the scope is closing).
+    public var isClosed: Bool { state.withLock { !$0.closing.isOpen } }
 
     private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
         .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")
+    }
+}
+
+/// What a scope released without ``ServiceScope/close()`` still holds: the instances, until the hooks
+/// it owed have run.
+private final class DroppedScope: Sendable {
+    private let owed: Locked<[StartedService]>
+    /// In creation order.
+    private let boxes: Locked<[AnyBox]>
+
+    init(owed: [StartedService], boxes: [AnyBox]) {
+        self.owed = Locked(owed)
+        self.boxes = Locked(boxes)
+    }
+
+    var owesHooks: Bool { owed.withLock { !$0.isEmpty } }
+
+    /// The services whose hooks are owed, in the order the hooks run (most recent first).
+    func owedNames(in core: GraphCore) -> String {
+        owed.withLock { $0.reversed().map { core.name($0.slot) }.joined(separator: ", ") }
+    }
+
+    func takeOwed() -> [StartedService] {
+        owed.withLock { owed in
+            defer { owed = [] }
+            return owed
+        }
+    }
+
+    /// Releases the instances, most recent first.
+    func releaseInstances() {
+        var boxes = self.boxes.withLock { boxes in
+            defer { boxes = [] }
+            return boxes
+        }
+        while !boxes.isEmpty { boxes.removeLast() }
     }
 }

@@ -33,6 +33,7 @@ struct BuildOrderTests {
         #expect(graph.initializationOrder.last == "ServiceA")
         #expect(graph.initializationOrder.first == "ServiceD")
         #expect(graph[ServiceB.self] === graph[ServiceB.self])
+        try await graph.shutdown()
     }
 
     @Test func dependentsReceiveTheSameSingletonInstance() async throws {
@@ -44,6 +45,7 @@ struct BuildOrderTests {
         }
         let graph = try await builder.build()
         #expect(graph[ServiceB.self].name == "B<\(ObjectIdentifier(graph[ServiceD.self]))>")
+        try await graph.shutdown()
     }
 
     @Test func independentAsyncFactoriesRunConcurrently() async throws {

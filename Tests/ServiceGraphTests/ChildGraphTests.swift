@@ -41,6 +41,7 @@ struct ChildGraphTests {
         #expect(try await graph.resolve(Greeting.self) == "hello in dark", "the child's dependents see its theme")
         #expect(try await parent.resolve(Greeting.self) == "hello in light")
         #expect(graph.dump().contains("Theme: String [singleton, #"))
+        try await parent.shutdown()
     }
 
     @Test func childrenOfChildrenAreSearchedInOrder() async throws {
@@ -53,6 +54,7 @@ struct ChildGraphTests {
         let leaf = try await second.build()
         #expect(leaf[Billing.self] == "billing in sepia", "the middle graph is searched before the root")
         #expect(try await leaf.resolve(Greeting.self) == "hello in sepia")
+        try await root.shutdown()
     }
 
     @Test func aChildMakesItsOwnScopedInstances() async throws {
@@ -64,6 +66,7 @@ struct ChildGraphTests {
         #expect(instance.name == "B")
         try await scope.close()
         #expect(log.count(of: "willRemove B") == 1)
+        try await parent.shutdown()
     }
 
     @Test func aChildIsValidatedLikeAnyGraph() async throws {
@@ -71,5 +74,6 @@ struct ChildGraphTests {
         var child = parent.makeChildBuilder()
         child.provide(Billing.self, dependsOn: Billing.self) { $0 }
         #expect(throws: ServiceGraphError.self) { try child.validate() }
+        try await parent.shutdown()
     }
 }

@@ -135,5 +135,6 @@ struct ConcurrencyStressTests {
             return await group.reduce(into: Set<ObjectIdentifier>()) { $0.insert($1) }
         }
         #expect(identities.count == 1)
+        try await graph.shutdown()
     }
 }

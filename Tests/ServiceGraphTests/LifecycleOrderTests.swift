@@ -21,7 +21,7 @@ struct LifecycleOrderTests {
 
     @Test func didAddRunsAfterTheServiceAndItsDependenciesAreInPlace() async throws {
         let log = EventLog()
-        _ = try await chain(log).build()
+        let graph = try await chain(log).build()
         let position = { (entry: String) in try #require(log.index(of: entry)) }
         #expect(try position("init A") < position("didAdd A"))
         #expect(try position("didAdd A") < position("init B"))
@@ -30,6 +30,7 @@ struct LifecycleOrderTests {
         for name in ["A", "B", "C", "D"] {
             #expect(log.count(of: "didAdd \(name)") == 1)
         }
+        try await graph.shutdown()
     }
 
     @Test func releasesInReverseTopologicalOrder() async throws {

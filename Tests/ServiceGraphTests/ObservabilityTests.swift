@@ -15,7 +15,9 @@ struct ObservabilityTests {
         builder.provide(IntKey.self) { try await slow(200) }
         builder.provide(OtherIntKey.self, dependsOn: IntKey.self) { _ in try await slow(200) }
         builder.provide(DoubleKey.self) { 1.0 }
-        let report = try await builder.build().startupReport(slowest: 2)
+        let graph = try await builder.build()
+        let report = graph.startupReport(slowest: 2)
+        try await graph.shutdown()
         #expect(report.criticalPath.map(\.key) == ["IntKey", "OtherIntKey"])
         #expect(report.criticalPathDuration >= .milliseconds(400))
         #expect(Set(report.slowest.map(\.key)) == ["IntKey", "OtherIntKey"])

@@ -38,6 +38,7 @@ struct ScopeTests {
         #expect(creations.count == 1)
         #expect(log.count(of: "didAdd Cart(Session#1)") == 1)
         try await scope.close()
+        try await graph.shutdown()
     }
 
     @Test func eachScopeHasItsOwnInstancesAndSharesSingletons() async throws {
@@ -53,6 +54,7 @@ struct ScopeTests {
         #expect(try await first.resolve(Checkout.self) == "Cart(\(one.name))+A")
         try await first.close()
         try await second.close()
+        try await graph.shutdown()
     }
 
     @Test func closingReleasesScopedInstancesTogetherInReverseOrder() async throws {
@@ -64,6 +66,7 @@ struct ScopeTests {
         let removals = log.all.filter { $0.hasPrefix("willRemove") }
         #expect(removals == ["willRemove Cart(Session#1)", "willRemove Session#1"])
         #expect(scope.isClosed)
+        try await graph.shutdown()
     }
 
     @Test func aClosedScopeRefusesNewWorkAndASecondClose() async throws {
@@ -75,6 +78,7 @@ struct ScopeTests {
         #expect(resolveError?.description.contains("already closed") == true)
         let closeError = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
         #expect(closeError?.code == .scopeClosed)
+        try await graph.shutdown()
     }
 
     @Test func shutdownClosesOpenScopesBeforeReleasingSingletons() async throws {

@@ -12,6 +12,10 @@ class AnyFactory: @unchecked Sendable {
     /// Whether the factory itself can run without `await`.
     var isSynchronous: Bool { false }
 
+    /// Whether the factory hands out an instance another graph owns (a child graph's view of its
+    /// parent's singleton), whose hooks that graph runs.
+    var isBorrowed: Bool { false }
+
     /// The lifecycle hooks of the instance in `box`, if its dynamic type adopts ``LifecycleHooks``.
     func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
         preconditionFailure("abstract")
@@ -57,6 +61,9 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
     /// compiler decides the cast statically, instead of a dynamic cast per instance.
     @usableFromInline
     let hooksOf: @Sendable (Value) -> (any LifecycleHooks)?
+    /// See ``AnyFactory/isBorrowed``.
+    @usableFromInline
+    let borrows: Bool
 
     @inlinable
     init(makeNow: SyncThunk?, make: @escaping AsyncThunk) {
@@ -65,6 +72,7 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
         self.make = make
         self.boxType = Box<Value>.self
         self.hooksOf = { $0 as? any LifecycleHooks }
+        self.borrows = false
     }
 
     /// A factory that hands out an instance another graph owns (a child graph's view of its parent's
@@ -75,6 +83,7 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
         self.make = { _ in read() }
         self.boxType = Box<Value>.self
         self.hooksOf = { _ in nil }
+        self.borrows = true
     }
 
     override func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
@@ -86,6 +95,8 @@ final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
     }
 
     override var isSynchronous: Bool { hasSynchronousFactory }
+
+    override var isBorrowed: Bool { borrows }
 
     override func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
         boxType.init(try makeNow(&arguments))

@@ -21,6 +21,10 @@ final class GraphCore: @unchecked Sendable {
     let isShutDown = Atomic<Bool>(false)
     /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
     let hookTimeout: Duration?
+    /// How long an asynchronous singleton or scoped factory may run before it is abandoned.
+    let factoryTimeout: Duration?
+    /// The instances whose hooks this graph runs (see ``HookClaims``).
+    let hookClaims: HookClaims
     /// Where events go.
     let events: EventSink
     /// Whether top-level resolves send events (checked on the resolve path, so a plain flag).
@@ -59,8 +63,17 @@ final class GraphCore: @unchecked Sendable {
     let dependencySlots: UnsafeMutableBufferPointer<Int32>
 
     /// Makes the core of a valid plan (no missing edges, no cycles); the plan is not kept.
-    init(plan: GraphPlan, hookTimeout: Duration?, events: EventSink, reportsResolves: Bool) {
+    init(
+        plan: GraphPlan,
+        hookTimeout: Duration?,
+        factoryTimeout: Duration?,
+        parentClaims: HookClaims?,
+        events: EventSink,
+        reportsResolves: Bool
+    ) {
         self.hookTimeout = hookTimeout
+        self.factoryTimeout = factoryTimeout
+        self.hookClaims = HookClaims(parent: parentClaims)
         self.events = events
         self.reportsResolves = reportsResolves
         let count = plan.count

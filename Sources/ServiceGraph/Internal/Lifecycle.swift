@@ -15,15 +15,35 @@ enum Lifecycle {
     }
 
     /// Calls `willRemove` on each started service, most recently started first, and keeps going when
-    /// one throws or times out. Each hook runs exactly once.
+    /// one throws or times out. Each hook runs exactly once, and each instance is given back to the
+    /// graph's ``HookClaims`` after its hook.
+    ///
+    /// Cleanup is not the caller's to abandon: the hooks run in a task of their own, so cancelling the
+    /// caller (a `shutdown()` or `close()` in a cancelled task) does not cancel them. Each is bounded
+    /// by the graph's hook timeout only.
     ///
     /// - Returns: One problem per hook that failed, in the order they ran.
     static func release(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
+        guard !started.isEmpty else { return [] }
+        // The task holds the services through a job it empties, so the task object, which the runtime
+        // frees a little after it finishes, keeps no instance alive.
+        let job = ReleaseJob(started)
+        return await withCheckedContinuation { continuation in
+            Task {
+                let problems = await releaseInPlace(job.take(), of: core)
+                continuation.resume(returning: problems)
+            }
+        }
+    }
+
+    /// ``release(_:of:)`` in the calling task, for callers that are tasks of their own.
+    static func releaseInPlace(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for service in started.reversed() {
             if let problem = await run(.willRemove, of: service.slot, in: core, service.hooks.willRemove) {
                 problems.append(problem)
             }
+            core.hookClaims.giveBack(service.hooks)
         }
         return problems
     }
@@ -140,6 +160,22 @@ private final class OneShot: Sendable {
                 }
             }
             if let ready { continuation.resume(with: ready) }
+        }
+    }
+}
+
+/// Services handed to a release task, taken out by it.
+private final class ReleaseJob: Sendable {
+    private let services: Locked<[StartedService]>
+
+    init(_ services: [StartedService]) {
+        self.services = Locked(services)
+    }
+
+    func take() -> [StartedService] {
+        services.withLock { services in
+            defer { services = [] }
+            return services
         }
     }
 }

@@ -29,21 +29,28 @@ struct BuildRecord: Sendable {
 ///
 /// One coordinator owns all the state. Synchronous factories run inline on the coordinator (they
 /// cannot suspend, so a task would only add overhead); asynchronous factories and `didAdd` hooks run in
-/// child tasks, so the build takes as long as the graph's critical path. A service starts once all
-/// its dependencies are ready. On the first failure nothing new starts, running work is awaited, and
-/// everything that did start is released in reverse order.
+/// tasks of their own that report to the coordinator's ``BuildInbox``, so the build takes as long as
+/// the graph's critical path. A service starts once all its dependencies are ready.
+///
+/// On the first failure nothing new starts, the running work is cancelled and awaited, and everything
+/// that did start is released in reverse order. When the caller cancels the build, it returns at
+/// once: work that ignores cancellation is abandoned (an abandoned instance is dropped, or released by
+/// its own task if its `didAdd` had already begun), and the rest is released.
 struct SingletonBuild {
     private let core: GraphCore
     private let plan: GraphPlan
     private var waiting: [Int]
     private var ready: [Int] = []
     private var nextReady = 0
-    private var running = 0
+    /// The tasks at work on a service (an async factory, a `didAdd`), by slot.
+    private var running: [Int: Task<Void, Never>] = [:]
     private(set) var record: BuildRecord
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
+    private let inbox = BuildInbox()
     /// Dynamic types seen to have no lifecycle hooks: most services, whose check is then a set lookup
-    /// instead of a dynamic cast.
+    /// instead of a dynamic cast. Only instances the graph makes teach it (an inherited instance
+    /// reports no hooks whatever its type).
     private var typesWithoutHooks: Set<ObjectIdentifier> = []
 
     init(plan: GraphPlan, core: GraphCore) {
@@ -56,44 +63,36 @@ struct SingletonBuild {
         }
     }
 
-    /// The outcome of one child task.
-    ///
-    /// A finished child task can outlive the moment its result is taken (the runtime releases it a
-    /// little later), so neither its result nor its closure holds an instance strongly: the box
-    /// travels as an `Unmanaged` carrying one retain, which the receiver takes over.
-    private enum Step: @unchecked Sendable {
-        case created(slot: Int, box: Unmanaged<AnyBox>, factory: Duration, didAdd: Duration?)
-        case failed(slot: Int, ServiceGraphError)
-    }
-
     /// Builds every singleton, or releases what was built and returns the problems.
     mutating func run() async -> Result<BuildRecord, ServiceGraphError> {
         let start = clock.now
         core.events.send(ServiceGraphEvent(.buildStarted))
-        await withTaskGroup(of: Step.self) { group in
-            while true {
-                startReadyServices(in: &group)
-                if running == 0 { break }
-                guard let step = await group.next() else { break }
-                running -= 1
-                switch step {
-                case .created(let slot, let unmanaged, let factory, let didAdd):
-                    let box = unmanaged.takeRetainedValue()
-                    let hooks = didAdd == nil ? nil : core.factory(at: slot).hooks(of: box)
-                    finish(slot, box, factory: factory, didAdd: didAdd, hooks: hooks)
-                case .failed(let slot, let error):
-                    problems.append(contentsOf: error.problems.map { located($0, at: slot) })
-                }
-                if !problems.isEmpty || Task.isCancelled { group.cancelAll() }
+        var abandoned = false
+        while true {
+            startReadyServices()
+            if running.isEmpty { break }
+            guard let steps = await inbox.next() else {
+                abandoned = true
+                break
+            }
+            for step in steps { receive(step) }
+            if !problems.isEmpty {
+                for task in running.values { task.cancel() }
             }
         }
+        // Work that finished after the last look (or before an abandonment) is taken in; what finishes
+        // later finds the inbox closed and cleans up after itself.
+        for task in running.values { task.cancel() }
+        for step in inbox.close() { receive(step) }
+        running = [:]
         record.totalDuration = start.duration(to: clock.now)
+        let isCancelled = abandoned || Task.isCancelled
         // Work cancelled because of another failure (or of the caller) did not fail on its own.
         let isCancellation = { (problem: ServiceGraphError.Problem) in problem.underlyingError is CancellationError }
-        if Task.isCancelled || problems.contains(where: { !isCancellation($0) }) {
+        if isCancelled || problems.contains(where: { !isCancellation($0) }) {
             problems.removeAll(where: isCancellation)
         }
-        if Task.isCancelled {
+        if isCancelled {
             problems.insert(
                 .init(
                     .buildCancelled,
@@ -116,15 +115,41 @@ struct SingletonBuild {
         return .success(record)
     }
 
-    /// Starts every ready service: synchronous factories inline, the rest as child tasks.
-    private mutating func startReadyServices(in group: inout TaskGroup<Step>) {
+    /// Takes in what a service's task reported.
+    private mutating func receive(_ step: BuildStep) {
+        switch step {
+        case .created(let slot, let box, let hooks, let factory, let didAdd):
+            guard running.removeValue(forKey: slot) != nil else { return }
+            finish(slot, box, factory: factory, didAdd: didAdd, hooks: hooks)
+        case .failed(let slot, let error):
+            guard running.removeValue(forKey: slot) != nil else { return }
+            problems.append(contentsOf: error.problems.map { located($0, at: slot) })
+        case .factoryTimedOut(let slot, let limit):
+            guard let task = running.removeValue(forKey: slot) else { return }
+            task.cancel()
+            let name = core.name(slot)
+            problems.append(
+                located(
+                    .init(
+                        .factoryTimedOut,
+                        key: name,
+                        site: core.site(slot),
+                        message: "the factory of \(name) did not finish within \(limit) and was abandoned"
+                    ),
+                    at: slot
+                )
+            )
+        }
+    }
+
+    /// Starts every ready service: synchronous factories inline, the rest in tasks of their own.
+    private mutating func startReadyServices() {
         while problems.isEmpty, !Task.isCancelled, nextReady < ready.count {
             let slot = ready[nextReady]
             nextReady += 1
             let factory = core.factory(at: slot)
             guard factory.isSynchronous else {
-                running += 1
-                group.addTask { [core] in await Self.create(slot, in: core) }
+                running[slot] = Task { [core, inbox] in await Self.create(slot, in: core, reportingTo: inbox) }
                 continue
             }
             let start = clock.now
@@ -132,11 +157,9 @@ struct SingletonBuild {
             do {
                 let box = try factory.makeBoxNow(&arguments)
                 let elapsed = start.duration(to: clock.now)
-                if hooks(of: box, madeBy: factory) != nil {
-                    running += 1
-                    let handOff = Unmanaged.passRetained(box)
-                    group.addTask { [core] in
-                        await Self.didAdd(slot, handOff.takeRetainedValue(), factory: elapsed, core: core)
+                if let hooks = hooks(of: box, madeBy: factory) {
+                    running[slot] = Task { [core, inbox] in
+                        await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                     }
                 } else {
                     finish(slot, box, factory: elapsed, didAdd: nil, hooks: nil)
@@ -147,47 +170,79 @@ struct SingletonBuild {
         }
     }
 
-    /// The hooks of a freshly made instance, remembering the types that have none.
+    /// The hooks of a freshly made instance that this graph must run, remembering the types that have
+    /// none; nil as well when the instance's hooks are already run by this graph or an ancestor.
     private mutating func hooks(of box: AnyBox, madeBy factory: AnyFactory) -> (any LifecycleHooks)? {
+        if factory.isBorrowed { return nil }
         let type = factory.instanceType(of: box)
         if typesWithoutHooks.contains(type) { return nil }
-        let hooks = factory.hooks(of: box)
-        if hooks == nil { typesWithoutHooks.insert(type) }
-        return hooks
+        guard let hooks = factory.hooks(of: box) else {
+            typesWithoutHooks.insert(type)
+            return nil
+        }
+        return core.hookClaims.claim(hooks) ? hooks : nil
     }
 
-    /// Runs an asynchronous factory, then `didAdd`.
-    private static func create(_ slot: Int, in core: GraphCore) async -> Step {
+    /// Runs an asynchronous factory (within the factory timeout), then `didAdd`.
+    private static func create(_ slot: Int, in core: GraphCore, reportingTo inbox: BuildInbox) async {
         let clock = ContinuousClock()
         let start = clock.now
+        let deadline = core.factoryTimeout.map { FactoryDeadline($0, slot: slot, inbox: inbox) }
         var arguments = Arguments(core: core, scope: nil, slot: slot)
         let factory = core.factory(at: slot)
         let box: AnyBox
         do {
             box = try await factory.makeBox(&arguments)
         } catch {
-            return .failed(slot: slot, core.failure(error, at: slot))
+            if deadline?.factoryFinished() ?? true {
+                inbox.post(.failed(slot: slot, core.failure(error, at: slot)))
+            }
+            return
         }
+        // Too late: the build has given up on this factory, and its instance never started.
+        guard deadline?.factoryFinished() ?? true else { return }
         let elapsed = start.duration(to: clock.now)
-        guard factory.hooks(of: box) != nil else {
-            return .created(slot: slot, box: .passRetained(box), factory: elapsed, didAdd: nil)
+        guard let hooks = factory.hooks(of: box), core.hookClaims.claim(hooks) else {
+            inbox.post(.created(slot: slot, box: box, hooks: nil, factory: elapsed, didAdd: nil))
+            return
         }
-        return await didAdd(slot, box, factory: elapsed, core: core)
+        await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
     }
 
-    /// Runs `didAdd` on a created instance (which has hooks).
-    private static func didAdd(_ slot: Int, _ box: AnyBox, factory: Duration, core: GraphCore) async -> Step {
-        guard let hooks = core.factory(at: slot).hooks(of: box) else {
-            return .created(slot: slot, box: .passRetained(box), factory: factory, didAdd: nil)
+    /// Runs `didAdd` on a created instance whose hooks this graph claimed.
+    private static func start(
+        _ slot: Int,
+        _ box: AnyBox,
+        hooks: any LifecycleHooks,
+        factory: Duration,
+        in core: GraphCore,
+        reportingTo inbox: BuildInbox
+    ) async {
+        // An abandoned build starts nothing more: a service that never started is never stopped.
+        guard !inbox.isClosed else {
+            core.hookClaims.giveBack(hooks)
+            return
         }
         let clock = ContinuousClock()
         let start = clock.now
         do {
             try await Lifecycle.didAdd(hooks, of: slot, in: core)
         } catch {
-            return .failed(slot: slot, error)
+            core.hookClaims.giveBack(hooks)
+            inbox.post(.failed(slot: slot, error))
+            return
         }
-        return .created(slot: slot, box: .passRetained(box), factory: factory, didAdd: start.duration(to: clock.now))
+        let step = BuildStep.created(
+            slot: slot,
+            box: box,
+            hooks: hooks,
+            factory: factory,
+            didAdd: start.duration(to: clock.now)
+        )
+        if !inbox.post(step) {
+            // Started after the build was abandoned: this task stops what it started.
+            _ = await Lifecycle.releaseInPlace([StartedService(slot: slot, hooks: hooks)], of: core)
+        }
     }
 
     /// Records a ready service and makes its dependents ready when it was their last dependency.
@@ -221,6 +276,15 @@ struct SingletonBuild {
             underlyingError: problem.underlyingError
         )
     }
+}
+
+/// What a service's task reports to the build's coordinator.
+enum BuildStep: Sendable {
+    /// Made and, if it has hooks this graph runs, started.
+    case created(slot: Int, box: AnyBox, hooks: (any LifecycleHooks)?, factory: Duration, didAdd: Duration?)
+    case failed(slot: Int, ServiceGraphError)
+    /// The factory ran past the factory timeout; the build abandons it.
+    case factoryTimedOut(slot: Int, limit: Duration)
 }
 
 extension Duration {

@@ -1,0 +1,96 @@
+import ServiceGraph
+import Testing
+
+private enum HangingKey: ServiceKey { typealias Value = Int }
+
+/// A factory that never returns cannot hang a build: the factory timeout abandons it, and cancelling
+/// the build returns at once.
+@Suite("Factory timeouts and cancelled builds")
+struct FactoryTimeoutTests {
+    /// Ignores cancellation, and returns only when the test opens the gate (at its end).
+    @Sendable private static func hang(until gate: Gate) async -> Int {
+        await gate.wait()
+        return 0
+    }
+
+    @Test func aFactoryPastTheTimeoutIsAbandonedAndTheRestReleased() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.factoryTimeout = .milliseconds(100)
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(HangingKey.self, dependsOn: ServiceA.self) { _ in await Self.hang(until: gate) }
+        builder.provide(ServiceB.self, dependsOn: HangingKey.self) { _ in HookedService("B", log: log) }
+        let error = try await withDeadline { [builder] in
+            try await #require(throws: ServiceGraphError.self) { _ = try await builder.build() }
+        }
+        #expect(error.code == .factoryTimedOut)
+        #expect(error.problems[0].key == "HangingKey")
+        #expect(error.problems[0].path == ["ServiceB", "HangingKey"])
+        #expect(error.description.contains("did not finish within"))
+        #expect(log.count(of: "willRemove A") == 1, "what started is released")
+        #expect(log.count(of: "init B") == 0)
+        await gate.open()
+    }
+
+    @Test func aFactoryWithinTheTimeoutIsKept() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.factoryTimeout = .seconds(30)
+        builder.provide(HangingKey.self) {
+            try await Task.sleep(for: .milliseconds(5))
+            return 5
+        }
+        let graph = try await builder.build()
+        #expect(graph[HangingKey.self] == 5)
+        try await graph.shutdown()
+    }
+
+    @Test func cancellingABuildReturnsPromptlyEvenWhenAFactoryIgnoresCancellation() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(HangingKey.self, dependsOn: ServiceA.self) { _ in await Self.hang(until: gate) }
+        let build = Task { [builder] in try await builder.build() }
+        try await log.waitFor("didAdd A")
+        build.cancel()
+        let error = try await withDeadline {
+            await #expect(throws: ServiceGraphError.self) { _ = try await build.value }
+        }
+        #expect(error?.code == .buildCancelled)
+        #expect(log.count(of: "willRemove A") == 1, "what started is released")
+        await gate.open()
+    }
+
+    @Test func cancellingABuildAbandonsADidAddThatIgnoresCancellation() async throws {
+        final class StuckStart: LifecycleHooks {
+            let log: EventLog
+            let gate: Gate
+            init(log: EventLog, gate: Gate) {
+                self.log = log
+                self.gate = gate
+            }
+            func didAdd() async throws {
+                log.record("didAdd stuck (started)")
+                await gate.wait()
+            }
+            func willRemove() async throws { log.record("willRemove stuck") }
+        }
+        enum StuckKey: ServiceKey { typealias Value = StuckStart }
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(StuckKey.self, dependsOn: ServiceA.self) { _ in StuckStart(log: log, gate: gate) }
+        let build = Task { [builder] in try await builder.build() }
+        try await log.waitFor("didAdd stuck (started)")
+        build.cancel()
+        let error = try await withDeadline {
+            await #expect(throws: ServiceGraphError.self) { _ = try await build.value }
+        }
+        #expect(error?.code == .buildCancelled)
+        #expect(log.count(of: "willRemove A") == 1)
+        #expect(log.count(of: "willRemove stuck") == 0, "a service that never finished starting is never stopped")
+        await gate.open()
+    }
+}

@@ -1,0 +1,211 @@
+import ServiceGraph
+import Testing
+
+/// A graph's shutdown comes after everything that uses its singletons: closing scopes, dropped
+/// scopes' owed hooks, child graphs; and the caller cannot cut it short.
+@Suite("Shutdown")
+struct ShutdownTests {
+    private enum SessionKey: ServiceKey { typealias Value = HookedService }
+    private enum ChildKey: ServiceKey { typealias Value = HookedService }
+
+    /// A service whose `willRemove` waits until it is let go, and says when it started waiting.
+    private final class SlowService: LifecycleHooks {
+        let log: EventLog
+        let gate: Gate
+        init(log: EventLog, gate: Gate) {
+            self.log = log
+            self.gate = gate
+        }
+        func willRemove() async throws {
+            log.record("willRemove slow (started)")
+            await gate.wait()
+            log.record("willRemove slow (done)")
+        }
+    }
+
+    private enum SlowKey: ServiceKey { typealias Value = SlowService }
+
+    @Test func shutdownWaitsForAScopeThatIsClosing() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(SlowKey.self, lifetime: .scoped, dependsOn: ServiceA.self) { _ in
+            SlowService(log: log, gate: gate)
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        _ = try await scope.resolve(SlowKey.self)
+        let closing = Task { try await scope.close() }
+        try await log.waitFor("willRemove slow (started)")
+        let shutdown = Task { try await graph.shutdown() }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(log.count(of: "willRemove A") == 0, "A was released while a scoped service using it was closing")
+        await gate.open()
+        try await closing.value
+        try await shutdown.value
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(removals == ["willRemove slow (started)", "willRemove slow (done)", "willRemove A"])
+    }
+
+    @Test func cancellingShutdownStillRunsEveryHook() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(ServiceB.self, dependsOn: ServiceA.self) { _ in HookedService("B", log: log) }
+        builder.provide(SlowKey.self, dependsOn: ServiceB.self) { _ in SlowService(log: log, gate: gate) }
+        let graph = try await builder.build()
+        let shutdown = Task { try await graph.shutdown() }
+        try await log.waitFor("willRemove slow (started)")
+        shutdown.cancel()
+        try await Task.sleep(for: .milliseconds(20))
+        await gate.open()
+        try await shutdown.value
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(removals == ["willRemove slow (started)", "willRemove slow (done)", "willRemove B", "willRemove A"])
+        try await graph.shutdown()  // a second call reports the same (clean) result
+    }
+
+    @Test func cancellingACloseStillRunsEveryHook() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(SessionKey.self, lifetime: .scoped) { HookedService("session", log: log) }
+        builder.provide(SlowKey.self, lifetime: .scoped, dependsOn: SessionKey.self) { _ in
+            SlowService(log: log, gate: gate)
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        _ = try await scope.resolve(SlowKey.self)
+        let closing = Task { try await scope.close() }
+        try await log.waitFor("willRemove slow (started)")
+        closing.cancel()
+        await gate.open()
+        try await closing.value
+        #expect(log.count(of: "willRemove session") == 1)
+        try await graph.shutdown()
+    }
+
+    @Test func aParentShutsDownItsChildrenFirstNewestFirst() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("parent", log: log) }
+        let parent = try await builder.build()
+        var first = parent.makeChildBuilder()
+        first.provide(ChildKey.self, dependsOn: ServiceA.self) { _ in HookedService("first child", log: log) }
+        let older = try await first.build()
+        var second = parent.makeChildBuilder()
+        second.provide(ChildKey.self, dependsOn: ServiceA.self) { _ in HookedService("second child", log: log) }
+        let newer = try await second.build()
+        var grand = newer.makeChildBuilder()
+        grand.provide(ServiceB.self, dependsOn: ChildKey.self) { _ in HookedService("grandchild", log: log) }
+        let grandchild = try await grand.build()
+        try await parent.shutdown()
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(
+            removals == [
+                "willRemove grandchild", "willRemove second child", "willRemove first child", "willRemove parent",
+            ]
+        )
+        for graph in [older, newer, grandchild] {
+            let error = await #expect(throws: ServiceGraphError.self) { try await graph.resolve(ChildKey.self) }
+            #expect(error?.code == .graphShutDown)
+        }
+    }
+
+    @Test func aChildsShutdownLeavesItsParentRunning() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("parent", log: log) }
+        let parent = try await builder.build()
+        var childBuilder = parent.makeChildBuilder()
+        childBuilder.provide(ChildKey.self, dependsOn: ServiceA.self) { _ in HookedService("child", log: log) }
+        let child = try await childBuilder.build()
+        try await child.shutdown()
+        #expect(try await parent.resolve(ServiceA.self).name == "parent")
+        #expect(log.count(of: "willRemove parent") == 0)
+        try await parent.shutdown()
+        #expect(log.count(of: "willRemove parent") == 1)
+    }
+
+    @Test func aChildOfAShutDownParentDoesNotBuild() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("parent", log: log) }
+        let parent = try await builder.build()
+        var childBuilder = parent.makeChildBuilder()
+        childBuilder.provide(ChildKey.self, dependsOn: ServiceA.self) { a in
+            HookedService("child of \(a.name)", log: log)
+        }
+        try await parent.shutdown()
+        let error = await #expect(throws: ServiceGraphError.self) { _ = try await childBuilder.build() }
+        #expect(error?.code == .graphShutDown)
+        #expect(log.count(of: "init child of parent") == 0, "nothing of the child may run")
+    }
+
+    @Test func aChildBuiltWhileItsParentShutsDownIsShutDownAndRefused() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("parent", log: log) }
+        let parent = try await builder.build()
+        var childBuilder = parent.makeChildBuilder()
+        childBuilder.provide(ChildKey.self, dependsOn: ServiceA.self) { _ in
+            await gate.wait()
+            return HookedService("child", log: log)
+        }
+        let building = Task { try await childBuilder.build() }
+        try await Task.sleep(for: .milliseconds(20))
+        let shutdown = Task { try await parent.shutdown() }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(log.count(of: "willRemove parent") == 0, "the parent waits for the child being built")
+        await gate.open()
+        let error = await #expect(throws: ServiceGraphError.self) { _ = try await building.value }
+        #expect(error?.code == .graphShutDown)
+        try await shutdown.value
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(removals == ["willRemove child", "willRemove parent"])
+    }
+
+    @Test func aScopesSubscriptWorksAfterTheGraphValueIsGone() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(IntKey.self) { 42 }
+        builder.provide(StringKey.self, lifetime: .scoped, dependsOn: IntKey.self) { "scoped \($0)" }
+        var graph: ServiceGraph? = try await builder.build()
+        let scope = try #require(graph).makeScope()
+        graph = nil
+        #expect(scope[IntKey.self] == 42)
+        #expect(try await scope.resolve(IntKey.self) == 42)
+        #expect(try await scope.resolve(StringKey.self) == "scoped 42")
+        try await scope.close()
+    }
+}
+
+/// Lets a hook or factory wait until the test opens it.
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+    }
+}
+
+extension EventLog {
+    /// Waits (polling, with a deadline) until `entry` was recorded.
+    func waitFor(_ entry: String, within limit: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + limit
+        while index(of: entry) == nil {
+            guard ContinuousClock.now < deadline else { throw TestFailure("\(entry) was never recorded") }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
