@@ -25,6 +25,24 @@ struct ShutdownTests {
 
     private enum SlowKey: ServiceKey { typealias Value = SlowService }
 
+    /// A service whose `willRemove` gives up when its task is cancelled, as one that sleeps or does
+    /// I/O would.
+    private final class CancellableCleanup: LifecycleHooks {
+        let name: String
+        let log: EventLog
+        init(_ name: String, log: EventLog) {
+            self.name = name
+            self.log = log
+        }
+        func willRemove() async throws {
+            try await Task.sleep(for: .milliseconds(1))
+            log.record("willRemove \(name)")
+        }
+    }
+
+    private enum CleanupA: ServiceKey { typealias Value = CancellableCleanup }
+    private enum CleanupB: ServiceKey { typealias Value = CancellableCleanup }
+
     @Test func shutdownWaitsForAScopeThatIsClosing() async throws {
         let log = EventLog()
         let gate = Gate()
@@ -52,14 +70,13 @@ struct ShutdownTests {
         let log = EventLog()
         let gate = Gate()
         var builder = ServiceGraph.Builder()
-        builder.provide(ServiceA.self) { HookedService("A", log: log) }
-        builder.provide(ServiceB.self, dependsOn: ServiceA.self) { _ in HookedService("B", log: log) }
-        builder.provide(SlowKey.self, dependsOn: ServiceB.self) { _ in SlowService(log: log, gate: gate) }
+        builder.provide(CleanupA.self) { CancellableCleanup("A", log: log) }
+        builder.provide(CleanupB.self, dependsOn: CleanupA.self) { _ in CancellableCleanup("B", log: log) }
+        builder.provide(SlowKey.self, dependsOn: CleanupB.self) { _ in SlowService(log: log, gate: gate) }
         let graph = try await builder.build()
         let shutdown = Task { try await graph.shutdown() }
         try await log.waitFor("willRemove slow (started)")
         shutdown.cancel()
-        try await Task.sleep(for: .milliseconds(20))
         await gate.open()
         try await shutdown.value
         let removals = log.all.filter { $0.hasPrefix("willRemove") }
@@ -71,8 +88,8 @@ struct ShutdownTests {
         let log = EventLog()
         let gate = Gate()
         var builder = ServiceGraph.Builder()
-        builder.provide(SessionKey.self, lifetime: .scoped) { HookedService("session", log: log) }
-        builder.provide(SlowKey.self, lifetime: .scoped, dependsOn: SessionKey.self) { _ in
+        builder.provide(CleanupA.self, lifetime: .scoped) { CancellableCleanup("session", log: log) }
+        builder.provide(SlowKey.self, lifetime: .scoped, dependsOn: CleanupA.self) { _ in
             SlowService(log: log, gate: gate)
         }
         let graph = try await builder.build()

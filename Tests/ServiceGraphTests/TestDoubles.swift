@@ -115,23 +115,39 @@ actor Barrier {
 }
 
 /// Runs `operation`, failing the test if it takes longer than `limit` (a guard against a hang, not a
-/// timing assertion).
+/// timing assertion). The operation runs in a task of its own, so even one that ignores cancellation
+/// and never returns turns into a failure instead of a hung test run.
 func withDeadline<T: Sendable>(
     _ limit: Duration = .seconds(20),
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
+    let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
+    let finish = { @Sendable (result: Result<T, any Error>) in
+        let waiter = outcome.withLock { waiter in
+            defer { waiter = nil }
+            return waiter
         }
-        guard let first = try await group.next(), let value = first else {
-            group.cancelAll()
-            throw TestFailure("operation did not finish within \(limit)")
+        waiter?.resume(with: result)
+    }
+    var work: Task<Void, Never>?
+    var timer: Task<Void, Never>?
+    defer {
+        work?.cancel()
+        timer?.cancel()
+    }
+    return try await withCheckedThrowingContinuation { continuation in
+        outcome.withLock { $0 = continuation }
+        work = Task {
+            do {
+                finish(.success(try await operation()))
+            } catch {
+                finish(.failure(error))
+            }
         }
-        group.cancelAll()
-        return value
+        timer = Task {
+            try? await Task.sleep(for: limit)
+            finish(.failure(TestFailure("operation did not finish within \(limit)")))
+        }
     }
 }
 
