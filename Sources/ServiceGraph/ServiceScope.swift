@@ -83,11 +83,13 @@ public final class ServiceScope: Sendable {
         }
         let core = self.core
         core.events.send(ServiceGraphEvent(.scopeDropped, key: dropped.owedNames(in: core)))
-        Task {
-            _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
-            dropped.releaseInstances()
-            graph?.scopeFinished(id)
-        }
+        UnretainingTask.start(
+            {
+                _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
+                dropped.releaseInstances()
+            },
+            then: { [weak graph] in graph?.scopeFinished(id) }
+        )
     }
 
     /// The graph's singleton for `key`; see ``ServiceGraph/subscript(_:)``.
@@ -149,7 +151,7 @@ public final class ServiceScope: Sendable {
             case .ready(let box): return .ready(box)
             case .creating(let task): return .wait(task)
             case nil:
-                let task = Task { try await self.create(slot) }
+                let task = UnretainingTask.start { try await self.create(slot) }
                 state.instances[slot] = .creating(task)
                 return .wait(task)
             }

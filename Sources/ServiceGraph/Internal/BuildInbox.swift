@@ -83,7 +83,7 @@ final class FactoryDeadline: Sendable {
 
     init(_ limit: Duration, slot: Int, inbox: BuildInbox) {
         let phase = self.phase
-        timer = Task {
+        timer = UnretainingTask.start {
             do {
                 try await Task.sleep(for: limit)
             } catch {

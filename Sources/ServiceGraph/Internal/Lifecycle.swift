@@ -25,15 +25,7 @@ enum Lifecycle {
     /// - Returns: One problem per hook that failed, in the order they ran.
     static func release(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
         guard !started.isEmpty else { return [] }
-        // The task holds the services through a job it empties, so the task object, which the runtime
-        // frees a little after it finishes, keeps no instance alive.
-        let job = ReleaseJob(started)
-        return await withCheckedContinuation { continuation in
-            Task {
-                let problems = await releaseInPlace(job.take(), of: core)
-                continuation.resume(returning: problems)
-            }
-        }
+        return await UnretainingTask.start { await releaseInPlace(started, of: core) }.value
     }
 
     /// ``release(_:of:)`` in the calling task, for callers that are tasks of their own.
@@ -160,22 +152,6 @@ private final class OneShot: Sendable {
                 }
             }
             if let ready { continuation.resume(with: ready) }
-        }
-    }
-}
-
-/// Services handed to a release task, taken out by it.
-private final class ReleaseJob: Sendable {
-    private let services: Locked<[StartedService]>
-
-    init(_ services: [StartedService]) {
-        self.services = Locked(services)
-    }
-
-    func take() -> [StartedService] {
-        services.withLock { services in
-            defer { services = [] }
-            return services
         }
     }
 }

@@ -44,6 +44,9 @@ struct SingletonBuild {
     private var nextReady = 0
     /// The tasks at work on a service (an async factory, a `didAdd`), by slot.
     private var running: [Int: Task<Void, Never>] = [:]
+    /// The tasks that have reported: awaited before the build returns, so none still holds what it
+    /// made when the caller goes on.
+    private var reported: [Task<Void, Never>] = []
     private(set) var record: BuildRecord
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
@@ -85,6 +88,8 @@ struct SingletonBuild {
         for task in running.values { task.cancel() }
         for step in inbox.close() { receive(step) }
         running = [:]
+        for task in reported { await task.value }
+        reported = []
         record.totalDuration = start.duration(to: clock.now)
         let isCancelled = abandoned || Task.isCancelled
         // Work cancelled because of another failure (or of the caller) did not fail on its own.
@@ -119,10 +124,12 @@ struct SingletonBuild {
     private mutating func receive(_ step: BuildStep) {
         switch step {
         case .created(let slot, let box, let hooks, let factory, let didAdd):
-            guard running.removeValue(forKey: slot) != nil else { return }
+            guard let task = running.removeValue(forKey: slot) else { return }
+            reported.append(task)
             finish(slot, box, factory: factory, didAdd: didAdd, hooks: hooks)
         case .failed(let slot, let error):
-            guard running.removeValue(forKey: slot) != nil else { return }
+            guard let task = running.removeValue(forKey: slot) else { return }
+            reported.append(task)
             problems.append(contentsOf: error.problems.map { located($0, at: slot) })
         case .factoryTimedOut(let slot, let limit):
             guard let task = running.removeValue(forKey: slot) else { return }
@@ -149,7 +156,9 @@ struct SingletonBuild {
             nextReady += 1
             let factory = core.factory(at: slot)
             guard factory.isSynchronous else {
-                running[slot] = Task { [core, inbox] in await Self.create(slot, in: core, reportingTo: inbox) }
+                running[slot] = UnretainingTask.start { [core, inbox] in
+                    await Self.create(slot, in: core, reportingTo: inbox)
+                }
                 continue
             }
             let start = clock.now
@@ -158,7 +167,7 @@ struct SingletonBuild {
                 let box = try factory.makeBoxNow(&arguments)
                 let elapsed = start.duration(to: clock.now)
                 if let hooks = hooks(of: box, madeBy: factory) {
-                    running[slot] = Task { [core, inbox] in
+                    running[slot] = UnretainingTask.start { [core, inbox] in
                         await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                     }
                 } else {
