@@ -352,10 +352,9 @@ final class GraphCore: @unchecked Sendable {
     /// Traps with the message `resolve` would throw: the subscript's out-of-range access.
     @usableFromInline
     func trapNotSingleton<Key: ServiceKey>(_ key: Key.Type) -> Never {
-        guard let slot = slot(of: key) else { preconditionFailure(notFoundError(key).description) }
-        preconditionFailure(
-            "ServiceGraph: \(Key.serviceName) is \(lifetimes[slot]), not a singleton; use `resolve`"
-        )
+        // `fatalError`, not `preconditionFailure`: `-O` drops the message of the latter.
+        guard let slot = slot(of: key) else { fatalError(notFoundError(key).description) }
+        fatalError("ServiceGraph: \(Key.serviceName) is \(lifetimes[slot]), not a singleton; use `resolve`")
     }
 
     func shutDownProblem(_ name: String) -> ServiceGraphError.Problem {
