@@ -56,6 +56,70 @@ struct DeepChainTests {
         try await Task.detached { try await scope.resolveGenerated(index) }.value
     }
 
+    @Test func aDeepSynchronousChainResolvesSynchronously() async {
+        await #expect(processExitsWith: .success) {
+            let depth = DeepChainTests.depth
+            let graph = try await DeepChainTests.chain(length: depth).build()
+            let top = try await DeepChainTests.resolveSynchronously(depth, in: graph)
+            #expect(top.value == depth + 1)
+            #expect(top.index == depth)
+        }
+    }
+
+    @Test func aDeepSynchronousChainResolvesWithAwait() async {
+        await #expect(processExitsWith: .success) {
+            let depth = DeepChainTests.depth
+            let graph = try await DeepChainTests.chain(length: depth).build()
+            #expect(try await DeepChainTests.resolve(depth, in: graph).value == depth + 1)
+        }
+    }
+
+    @Test func aDeepChainOfAsynchronousFactoriesResolves() async {
+        await #expect(processExitsWith: .success) {
+            let graph = try await DeepChainTests.chain(length: 10_000, asynchronous: true).build()
+            #expect(try await DeepChainTests.resolve(10_000, in: graph).value == 10_001)
+        }
+    }
+
+    @Test func aDeepTransientChainResolvesFromAScope() async {
+        await #expect(processExitsWith: .success) {
+            let graph = try await DeepChainTests.chain(length: 10_000).build()
+            let scope = try graph.makeScope()
+            #expect(try await DeepChainTests.resolve(10_000, in: scope).value == 10_001)
+            try await scope.close()
+        }
+    }
+
+    @Test func aDeepScopedChainResolvesAndCloses() async {
+        await #expect(processExitsWith: .success) {
+            let graph = try await DeepChainTests.chain(length: 10_000, lifetime: .scoped).build()
+            let scope = try graph.makeScope()
+            #expect(try await DeepChainTests.resolve(10_000, in: scope).value == 10_001)
+            try await scope.close()
+        }
+    }
+
+    @Test func aFailureAtTheBottomOfADeepSynchronousChainReportsTheWholePath() async {
+        await #expect(processExitsWith: .success) {
+            let depth = DeepChainTests.depth
+            let graph = try await DeepChainTests.chain(length: depth, failingAt: 1).build()
+            // Caught, not `#expect(throws:)`: the test library's report of a 100,000-name path is slow.
+            var failure: ServiceGraphError?
+            do {
+                _ = try await DeepChainTests.resolveSynchronously(depth, in: graph)
+            } catch {
+                failure = error as? ServiceGraphError
+            }
+            let problem = try #require(failure?.problems.first)
+            #expect(problem.code == .factoryFailed)
+            #expect(problem.key == GeneratedKeys.name(1))
+            let path = problem.path
+            #expect(path.count == depth)
+            #expect(path.first == GeneratedKeys.name(depth))
+            #expect(path.last == GeneratedKeys.name(1))
+        }
+    }
+
     @Test func aFailureAtTheBottomOfADeepChainComesOutInLinearTime() async throws {
         // Each level the failure leaves puts its service in front of the path; copying the path at
         // every level made this take seconds (quadratic in the depth).

@@ -226,7 +226,7 @@ final class GraphCore: @unchecked Sendable {
     /// The value at `slot`, made without suspending; see ``ResolutionPlan/valueNow(at:as:in:)``.
     @inlinable
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
-        try resolution.valueNow(at: slot, as: Key.Value.self, in: scope)
+        try resolution.valueNow(at: slot, as: Key.Value.self, in: scope, depth: 0)
     }
 
     /// The value at `slot`, awaiting asynchronous factories and scoped instances.
