@@ -63,6 +63,6 @@ struct Arguments {
     mutating func nextAwaiting<Dependency: ServiceKey>(_ key: Dependency.Type) async throws -> Dependency.Value {
         let slot = Int(resolution.dependencySlots[position])
         position += 1
-        return try await resolution.core.value(at: slot, as: key, in: scope)
+        return try await resolution.core.dependencyValue(at: slot, as: key, in: scope)
     }
 }

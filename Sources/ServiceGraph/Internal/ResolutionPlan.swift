@@ -146,5 +146,4 @@ struct ResolutionPlan {
         }
         return prepared.boxes[0]
     }
-
 }
