@@ -93,12 +93,22 @@ public final class ServiceGraph: Sendable {
     /// Resolves `key` without suspending: a singleton, or a transient service whose factory chain is
     /// synchronous.
     ///
+    /// A chain may be of any depth: past 64 levels the graph makes the rest of it iteratively rather
+    /// than recursively, so the depth is bounded by memory, not by the thread's stack (100,000 levels
+    /// take a few megabytes).
+    ///
+    /// A factory may resolve other services through a graph it captured, but not the service it is
+    /// making, directly or through other services: the graph refuses that resolve with
+    /// ``ServiceGraphError/Code/reentrantResolution`` rather than recursing without end.
+    ///
     /// - Throws: ``ServiceGraphError`` with ``ServiceGraphError/Code/keyNotFound`` (naming the closest
     ///   keys), ``ServiceGraphError/Code/requiresAwait`` for asynchronous chains,
     ///   ``ServiceGraphError/Code/wrongLifetime`` for scoped ones,
-    ///   ``ServiceGraphError/Code/factoryFailed`` with the path to the failing factory, or
+    ///   ``ServiceGraphError/Code/factoryFailed`` with the path to the failing factory,
+    ///   ``ServiceGraphError/Code/reentrantResolution`` with the path back to the service, or
     ///   ``ServiceGraphError/Code/graphShutDown``.
-    /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
+    /// - Complexity: O(1) for a singleton; one factory call per transient in the chain, and one box
+    ///   per transient deeper than 64 levels.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
@@ -112,7 +122,13 @@ public final class ServiceGraph: Sendable {
     /// Scoped services, and transients that depend on them, are resolved from a ``ServiceScope``.
     /// Runs on the caller's executor: resolving from an actor does not hop off it.
     ///
-    /// - Throws: ``ServiceGraphError`` naming the key and, for a failing factory, its path.
+    /// A chain may be of any depth: asynchronous resolution does not use the thread's stack for it, so
+    /// the depth is bounded by memory. A factory must not resolve the service it is making, directly or
+    /// through other services, from a graph it captured (see ``resolveSynchronously(_:)``).
+    ///
+    /// - Throws: ``ServiceGraphError`` naming the key and, for a failing factory, its path;
+    ///   ``ServiceGraphError/Code/reentrantResolution`` when a factory asks for the service it is
+    ///   making.
     /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {

@@ -135,13 +135,23 @@ extension ServiceGraphError {
         public let key: String
         /// The dependency path that leads to the problem, from a root of the graph (`App → Signup →
         /// Database`); for a cycle, the cycle itself, its first key repeated at the end.
-        public let path: [String]
+        ///
+        /// - Complexity: O(*n*) in the length of the path: a failure that came out of a chain of
+        ///   factories names the services it passed through when the path is read.
+        public var path: [String] {
+            guard let prefix else { return tail }
+            return prefix.names + tail
+        }
         /// Where the offending provider was registered, when there is one.
         public let site: RegistrationSite?
         /// The message written for a person, without the path and site (``description`` adds them).
         public let message: String
         /// The error a factory or hook threw, when the problem is one.
         public let underlyingError: (any Error)?
+        /// The end of ``path``, as the problem was found.
+        private let tail: [String]
+        /// The services a failure passed through on its way out of a chain, in front of `tail`.
+        private let prefix: PathPrefix?
 
         init(
             _ code: Code,
@@ -153,10 +163,33 @@ extension ServiceGraphError {
         ) {
             self.code = code
             self.key = key
-            self.path = path
+            self.tail = path
+            self.prefix = nil
             self.site = site
             self.message = message
             self.underlyingError = underlyingError
+        }
+
+        /// This problem as seen from the factory of `service`, which it came out of: `service` in front
+        /// of the path (a problem without a path first gets its own key as the path).
+        ///
+        /// - Complexity: O(1).
+        func prepending(_ service: any ServiceKey.Type) -> Problem {
+            Problem(
+                copying: self,
+                prefix: PathPrefix(service, before: prefix),
+                tail: prefix == nil && tail.isEmpty ? [key] : tail
+            )
+        }
+
+        private init(copying problem: Problem, prefix: PathPrefix?, tail: [String]) {
+            self.code = problem.code
+            self.key = problem.key
+            self.site = problem.site
+            self.message = problem.message
+            self.underlyingError = problem.underlyingError
+            self.prefix = prefix
+            self.tail = tail
         }
 
         /// The path as it is printed, with arrows.
@@ -168,5 +201,20 @@ extension ServiceGraphError {
             if let site { text += " [provided at \(site)]" }
             return text
         }
+    }
+}
+
+extension ServiceGraphError.Problem: CustomReflectable {
+    /// The public properties, with ``path`` as an array: `dump`, debuggers and test libraries show the
+    /// path as it reads, without walking the list it is kept in.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "code": code, "key": key, "path": path, "site": site as Any, "message": message,
+                "underlyingError": underlyingError as Any,
+            ],
+            displayStyle: .struct
+        )
     }
 }

@@ -108,8 +108,13 @@ public final class ServiceScope: Sendable {
     /// Resolves `key` in this scope: the scope's instance of a scoped service (created on first use),
     /// a new transient, or a singleton of the graph.
     ///
+    /// A factory or `didAdd` must not ask the scope for the instance it is making, directly or through
+    /// other services: the scope refuses with ``ServiceGraphError/Code/reentrantResolution`` rather than
+    /// wait for itself, forgets the failed instance, and stays usable.
+    ///
     /// - Throws: ``ServiceGraphError``: ``ServiceGraphError/Code/scopeClosed`` after ``close()``,
-    ///   ``ServiceGraphError/Code/keyNotFound``, or the failing factory or `didAdd` with its path.
+    ///   ``ServiceGraphError/Code/keyNotFound``, ``ServiceGraphError/Code/reentrantResolution``, or the
+    ///   failing factory or `didAdd` with its path.
     /// - Complexity: O(1) for an existing scoped instance (one short lock); one factory call per new
     ///   instance in the chain.
     @inlinable
@@ -123,6 +128,7 @@ public final class ServiceScope: Sendable {
     /// needs no scoped instance.
     ///
     /// - Throws: ``ServiceGraphError``, as ``ServiceGraph/resolveSynchronously(_:)``.
+    /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try openSlot(of: key)
@@ -160,6 +166,8 @@ public final class ServiceScope: Sendable {
         case .ready(let box):
             return unsafeDowncast(box, to: Box<Key.Value>.self).value
         case .wait(let task):
+            // Being made by this task (or the one that asked for it): waiting would never end.
+            if ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
             try await task.value
             let box = state.withLock { state -> AnyBox? in
                 if case .ready(let box) = state.instances[slot] { return box }
@@ -174,8 +182,15 @@ public final class ServiceScope: Sendable {
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
-    /// resolve can try again.
+    /// resolve can try again. Runs in its own entry of the ``ResolutionTrail``, so that a factory or hook
+    /// asking this scope for the instance again fails instead of waiting for itself.
     private func create(_ slot: Int) async throws {
+        try await ResolutionTrail.current.withValue(ResolutionTrail(making: slot, of: self)) {
+            try await makeAndAdd(slot)
+        }
+    }
+
+    private func makeAndAdd(_ slot: Int) async throws {
         var arguments = Arguments(core: core, scope: self, slot: slot)
         let factory = core.factory(at: slot)
         let box: AnyBox

@@ -236,13 +236,25 @@ final class GraphCore: @unchecked Sendable {
         events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: .now), error: error))
     }
 
-    /// The value at `slot`, made without suspending; see ``ResolutionPlan/valueNow(at:as:in:)``.
+    /// The value at `slot`, made without suspending: where `resolveSynchronously` starts a chain.
+    ///
+    /// A singleton is read as is. A transient is made in its own entry of the ``ResolutionTrail``, so
+    /// that a factory asking for it again, through a graph or scope it captured, gets
+    /// ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
     @inlinable
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
-        try resolution.valueNow(at: slot, as: Key.Value.self, in: scope)
+        let resolution = self.resolution
+        if let value = resolution.singleton(at: slot, as: Key.Value.self) {
+            return value
+        }
+        return try ResolutionTrail.current.withValue(try trail(entering: slot)) {
+            try resolution.valueNow(at: slot, as: Key.Value.self, in: scope, depth: 0)
+        }
     }
 
-    /// The value at `slot`, awaiting asynchronous factories and scoped instances.
+    /// The value at `slot`, awaiting asynchronous factories and scoped instances: where `resolve` starts
+    /// a chain. A transient is made in its own entry of the ``ResolutionTrail``, as in
+    /// ``valueNow(at:as:in:)``; a scope's creation task makes its own entry for a scoped instance.
     @inlinable
     nonisolated(nonsending) func value<Key: ServiceKey>(
         at slot: Int,
@@ -252,15 +264,28 @@ final class GraphCore: @unchecked Sendable {
         if let value = singleton(at: slot, as: Key.Value.self) {
             return value
         }
+        guard lifetimes[slot] == .transient else {
+            return try await dependencyValue(at: slot, as: key, in: scope)
+        }
+        return try await ResolutionTrail.current.withValue(try trail(entering: slot)) {
+            try await makeTransient(at: slot, as: key, in: scope)
+        }
+    }
+
+    /// The value at `slot` for a factory that declared it as a dependency, awaiting asynchronous
+    /// factories and scoped instances.
+    @inlinable
+    nonisolated(nonsending) func dependencyValue<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        if let value = singleton(at: slot, as: Key.Value.self) {
+            return value
+        }
         switch lifetimes[slot] {
         case .transient:
-            var arguments = Arguments(resolution, scope: scope, slot: slot)
-            let make = unsafeDowncast(factory(at: slot), to: Factory<Key.Value>.self).make
-            do {
-                return try await make(&arguments)
-            } catch {
-                throw failure(error, at: slot)
-            }
+            return try await makeTransient(at: slot, as: key, in: scope)
         case .scoped:
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
             return try await scope.instance(at: slot, as: key)
@@ -270,24 +295,57 @@ final class GraphCore: @unchecked Sendable {
         }
     }
 
-    /// Wraps a factory's error in a ``ServiceGraphError`` naming the service, or extends the path of
-    /// one thrown deeper in the chain.
+    /// Makes a new instance of the transient at `slot`, awaiting its dependencies.
+    @inlinable
+    nonisolated(nonsending) func makeTransient<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        var arguments = Arguments(resolution, scope: scope, slot: slot)
+        let make = unsafeDowncast(factory(at: slot), to: Factory<Key.Value>.self).make
+        do {
+            return try await make(&arguments)
+        } catch {
+            throw failure(error, at: slot)
+        }
+    }
+
+    /// The current task's ``ResolutionTrail`` with the transient at `slot` pushed on it.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/reentrantResolution`` when the current task is making it.
+    @usableFromInline
+    func trail(entering slot: Int) throws(ServiceGraphError) -> ResolutionTrail {
+        guard let trail = ResolutionTrail.entering(slot, of: self) else { throw reentrantError(slot) }
+        return trail
+    }
+
+    /// The error for a service asked for while the same task is making it: its factory, or one it
+    /// calls, asked a graph or scope it captured for it.
+    func reentrantError(_ slot: Int) -> ServiceGraphError {
+        let name = name(slot)
+        return ServiceGraphError(
+            .init(
+                .reentrantResolution,
+                key: name,
+                site: site(slot),
+                message: "\(name) was resolved again while it was being made: its factory, or one it calls, asks "
+                    + "the graph or a scope for \(name) (a cycle the declared dependencies do not show)"
+            )
+        )
+    }
+
+    /// Wraps a factory's error in a ``ServiceGraphError`` naming the service, or puts the service in
+    /// front of the path of one thrown deeper in the chain.
+    ///
+    /// - Complexity: O(1): a failure that unwinds a chain of *n* factories costs O(*n*), not O(*n*²).
     @usableFromInline
     func failure(_ error: any Error, at slot: Int) -> ServiceGraphError {
-        let name = name(slot)
         if let error = error as? ServiceGraphError {
             guard error.problems.count == 1, let problem = error.problems.first else { return error }
-            return ServiceGraphError(
-                .init(
-                    problem.code,
-                    key: problem.key,
-                    path: [name] + (problem.path.isEmpty ? [problem.key] : problem.path),
-                    site: problem.site,
-                    message: problem.message,
-                    underlyingError: problem.underlyingError
-                )
-            )
+            return ServiceGraphError(problem.prepending(records[slot].key))
         }
+        let name = name(slot)
         return ServiceGraphError(
             .init(
                 .factoryFailed,
@@ -365,10 +423,9 @@ final class GraphCore: @unchecked Sendable {
     /// Traps with the message `resolve` would throw: the subscript's out-of-range access.
     @usableFromInline
     func trapNotSingleton<Key: ServiceKey>(_ key: Key.Type) -> Never {
-        guard let slot = slot(of: key) else { preconditionFailure(notFoundError(key).description) }
-        preconditionFailure(
-            "ServiceGraph: \(Key.serviceName) is \(lifetimes[slot]), not a singleton; use `resolve`"
-        )
+        // `fatalError`, not `preconditionFailure`: `-O` drops the message of the latter.
+        guard let slot = slot(of: key) else { fatalError(notFoundError(key).description) }
+        fatalError("ServiceGraph: \(Key.serviceName) is \(lifetimes[slot]), not a singleton; use `resolve`")
     }
 
     func shutDownProblem(_ name: String) -> ServiceGraphError.Problem {
