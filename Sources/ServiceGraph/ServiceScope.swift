@@ -197,10 +197,17 @@ public final class ServiceScope: Sendable {
         let clock = ContinuousClock()
         let start = clock.now
         do {
-            box = try await factory.makeBox(&arguments)
+            if let limit = core.factoryTimeout, !factory.isSynchronous {
+                box = try await make(slot, by: factory, within: limit)
+            } else {
+                box = try await factory.makeBox(&arguments)
+            }
             core.events.send(
                 ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
             )
+        } catch let timeout as FactoryTimedOut {
+            state.withLock { _ = $0.instances.removeValue(forKey: slot) }
+            throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: core))
         } catch {
             state.withLock { _ = $0.instances.removeValue(forKey: slot) }
             throw core.failure(error, at: slot)
@@ -219,6 +226,22 @@ public final class ServiceScope: Sendable {
             state.instances[slot] = .ready(box)
             state.created.append((slot, hooks))
         }
+    }
+
+    /// Runs an asynchronous factory, abandoning it (cancelled, left to finish on its own, its instance
+    /// dropped) when it runs past the graph's factory timeout.
+    private func make(_ slot: Int, by factory: AnyFactory, within limit: Duration) async throws -> AnyBox {
+        let made = Locked<AnyBox?>(nil)
+        do {
+            try await Lifecycle.withTimeout(limit) { [self] in
+                var arguments = Arguments(core: core, scope: self, slot: slot)
+                let box = try await factory.makeBox(&arguments)
+                made.withLock { $0 = box }
+            }
+        } catch is HookTimedOut {
+            throw FactoryTimedOut(limit: limit)
+        }
+        return made.withLock { $0 }.unsafelyUnwrapped
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``

@@ -33,6 +33,31 @@ struct FactoryTimeoutTests {
         await gate.open()
     }
 
+    @Test func aScopedFactoryPastTheTimeoutIsAbandonedAndTheScopeStaysUsable() async throws {
+        enum SessionKey: ServiceKey { typealias Value = Int }
+        enum CartKey: ServiceKey { typealias Value = String }
+        let gate = Gate()
+        let attempts = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.factoryTimeout = .milliseconds(100)
+        builder.provide(SessionKey.self, lifetime: .scoped) {
+            if attempts.increment() == 1 { return await Self.hang(until: gate) }
+            return 7
+        }
+        builder.provide(CartKey.self, lifetime: .scoped, dependsOn: SessionKey.self) { "cart of \($0)" }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        let error = try await withDeadline {
+            await #expect(throws: ServiceGraphError.self) { _ = try await scope.resolve(CartKey.self) }
+        }
+        #expect(error?.code == .factoryTimedOut)
+        #expect(error?.problems.first?.path.map { $0.hasSuffix("SessionKey") } == [false, true])
+        #expect(try await scope.resolve(CartKey.self) == "cart of 7", "a later resolve tries again")
+        try await withDeadline { try await scope.close() }
+        try await graph.shutdown()
+        await gate.open()
+    }
+
     @Test func aFactoryWithinTheTimeoutIsKept() async throws {
         var builder = ServiceGraph.Builder()
         builder.factoryTimeout = .seconds(30)

@@ -116,6 +116,25 @@ enum Lifecycle {
     }
 }
 
+extension Lifecycle {
+    /// The problem of an asynchronous factory abandoned after `limit`.
+    static func factoryTimedOut(_ slot: Int, after limit: Duration, in core: GraphCore) -> ServiceGraphError.Problem {
+        let name = core.name(slot)
+        return .init(
+            .factoryTimedOut,
+            key: name,
+            path: [name],
+            site: core.site(slot),
+            message: "the factory of \(name) did not finish within \(limit) and was abandoned"
+        )
+    }
+}
+
+/// A factory that ran out of time.
+struct FactoryTimedOut: Error {
+    let limit: Duration
+}
+
 /// The error a hook that ran out of time is abandoned with.
 struct HookTimedOut: Error, CustomStringConvertible {
     let limit: Duration

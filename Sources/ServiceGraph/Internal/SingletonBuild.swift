@@ -134,18 +134,7 @@ struct SingletonBuild {
         case .factoryTimedOut(let slot, let limit):
             guard let task = running.removeValue(forKey: slot) else { return }
             task.cancel()
-            let name = core.name(slot)
-            problems.append(
-                located(
-                    .init(
-                        .factoryTimedOut,
-                        key: name,
-                        site: core.site(slot),
-                        message: "the factory of \(name) did not finish within \(limit) and was abandoned"
-                    ),
-                    at: slot
-                )
-            )
+            problems.append(located(Lifecycle.factoryTimedOut(slot, after: limit, in: core), at: slot))
         }
     }
 
