@@ -168,7 +168,11 @@ public final class ServiceGraph: Sendable {
     }
 
     /// A scope has closed, or was dropped and has released what it owned.
-    func scopeFinished(_ id: Int) {
+    ///
+    /// - Returns: The shutdown waiting for the graph's dependents, if this was the last: resume it once
+    ///   no longer holding the graph, so that the shutdown it ends cannot return while the graph is
+    ///   still kept alive by the caller.
+    func scopeFinished(_ id: Int) -> DependentsWaiters {
         finish { $0.scopes.removeValue(forKey: id) != nil }
     }
 
@@ -200,18 +204,17 @@ public final class ServiceGraph: Sendable {
         finish { state in
             state.children[id] = nil
             return true
-        }
+        }.resume()
     }
 
-    private func finish(_ update: (inout State) -> Bool) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard update(&state) else { return [] }
+    private func finish(_ update: (inout State) -> Bool) -> DependentsWaiters {
+        state.withLock { state in
+            guard update(&state) else { return DependentsWaiters() }
             state.unfinished -= 1
-            guard state.unfinished == 0 else { return [] }
+            guard state.unfinished == 0 else { return DependentsWaiters() }
             defer { state.drainWaiters = [] }
-            return state.drainWaiters
+            return DependentsWaiters(waiters: state.drainWaiters)
         }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Waits until every scope and child graph has finished.
@@ -301,6 +304,15 @@ public final class ServiceGraph: Sendable {
             waiter.resume(returning: found)
         }
         return found
+    }
+
+    /// A shutdown waiting for the graph's scopes and children, to resume once they have all finished.
+    struct DependentsWaiters {
+        fileprivate var waiters: [CheckedContinuation<Void, Never>] = []
+
+        func resume() {
+            for waiter in waiters { waiter.resume() }
+        }
     }
 
     /// Where the graph's shutdown stands; later and concurrent calls wait for the first.

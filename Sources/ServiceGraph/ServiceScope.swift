@@ -74,11 +74,11 @@ public final class ServiceScope: Sendable {
             return DroppedScope(owed: owed, boxes: boxes)
         }
         guard let dropped else { return }
-        let graph = self.graph
         let id = self.id
         guard dropped.owesHooks else {
             dropped.releaseInstances()
-            graph?.scopeFinished(id)
+            let waiters = self.graph?.scopeFinished(id)
+            waiters?.resume()
             return
         }
         let core = self.core
@@ -88,7 +88,11 @@ public final class ServiceScope: Sendable {
                 _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
                 dropped.releaseInstances()
             },
-            then: { [weak graph] in graph?.scopeFinished(id) }
+            then: { [weak graph = self.graph] in
+                // The graph is let go before its shutdown, which may be waiting for this, resumes.
+                let waiters = graph?.scopeFinished(id)
+                waiters?.resume()
+            }
         )
     }
 
@@ -325,7 +329,8 @@ public final class ServiceScope: Sendable {
                 if case .closing(let waiters) = state.closing { return waiters }
                 return []
             }
-            graph?.scopeFinished(id)
+            let dependentsWaiters = graph?.scopeFinished(id)
+            dependentsWaiters?.resume()
             for waiter in waiters { waiter.resume(returning: problems) }
             return problems
         }

@@ -218,7 +218,7 @@ actor Gate {
 
 extension EventLog {
     /// Waits (polling, with a deadline) until `entry` was recorded.
-    func waitFor(_ entry: String, within limit: Duration = .seconds(10)) async throws {
+    func waitFor(_ entry: String, within limit: Duration = .seconds(60)) async throws {
         let deadline = ContinuousClock.now + limit
         while index(of: entry) == nil {
             guard ContinuousClock.now < deadline else { throw TestFailure("\(entry) was never recorded") }
