@@ -15,16 +15,17 @@ struct DeepChainTests {
         #endif
     }
 
-    /// A singleton (key 0) under a chain of `length` services, key `n` depending on key `n - 1`; each
-    /// value is one more than its dependency's, so the top is worth `length + 1`.
+    /// A singleton (or `root`) as key 0 under a chain of `length` services, key `n` depending on key
+    /// `n - 1`; each value is one more than its dependency's, so the top is worth `length + 1`.
     static func chain(
         length: Int,
         lifetime: Lifetime = .transient,
+        root: Lifetime = .singleton,
         asynchronous: Bool = false,
         failingAt failing: Int? = nil
     ) -> ServiceGraph.Builder {
         var builder = ServiceGraph.Builder()
-        GeneratedKeys.provide(0, dependsOn: [], into: &builder)
+        GeneratedKeys.provide(0, lifetime: root, dependsOn: [], into: &builder)
         let recorder = failing.map { GraphRecorder(plan: FailurePlan(failingFactory: $0)) }
         for index in 1...length {
             GeneratedKeys.provide(
@@ -81,9 +82,9 @@ struct DeepChainTests {
         }
     }
 
-    @Test func aDeepTransientChainResolvesFromAScope() async {
+    @Test func aDeepTransientChainOverAScopedServiceResolvesFromAScope() async {
         await #expect(processExitsWith: .success) {
-            let graph = try await DeepChainTests.chain(length: 10_000).build()
+            let graph = try await DeepChainTests.chain(length: 10_000, root: .scoped).build()
             let scope = try graph.makeScope()
             #expect(try await DeepChainTests.resolve(10_000, in: scope).value == 10_001)
             try await scope.close()

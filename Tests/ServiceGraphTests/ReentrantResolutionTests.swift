@@ -149,6 +149,50 @@ struct ReentrantResolutionTests {
         graph.fill(try await builder.build())
         defer { graph.fill(nil) }
 
+        let error = try #require(throws: ServiceGraphError.self) { try graph.value.resolveSynchronously(Pong.self) }
+        #expect(error.code == .reentrantResolution)
+        #expect(error.problems[0].key == "Pong")
+        #expect(error.problems[0].path == ["Pong", "Ping", "Pong"])
+        #expect(calls.calls == 2)
+    }
+
+    @Test func twoAsynchronousTransientsThatResolveEachOtherThrowWithTheCycleAsPath() async throws {
+        let graph = Captured<ServiceGraph>()
+        let calls = Guard()
+        var builder = ServiceGraph.Builder()
+        builder.provide(Ping.self, lifetime: .transient) { () async throws -> Int in
+            try calls.enter()
+            return try await graph.value.resolve(Pong.self)
+        }
+        builder.provide(Pong.self, lifetime: .transient) { () async throws -> Int in
+            try calls.enter()
+            return try await graph.value.resolve(Ping.self)
+        }
+        graph.fill(try await builder.build())
+        defer { graph.fill(nil) }
+
+        let error = await #expect(throws: ServiceGraphError.self) { try await graph.value.resolve(Ping.self) }
+        #expect(error?.code == .reentrantResolution)
+        #expect(error?.problems.first?.key == "Ping")
+        #expect(error?.problems.first?.path == ["Ping", "Pong", "Ping"])
+        #expect(calls.calls == 2)
+    }
+
+    @Test func aSynchronousCycleEnteredWithResolveThrowsWithTheCycleAsPath() async throws {
+        let graph = Captured<ServiceGraph>()
+        let calls = Guard()
+        var builder = ServiceGraph.Builder()
+        builder.provide(Ping.self, lifetime: .transient) {
+            try calls.enter()
+            return try graph.value.resolveSynchronously(Pong.self)
+        }
+        builder.provide(Pong.self, lifetime: .transient) {
+            try calls.enter()
+            return try graph.value.resolveSynchronously(Ping.self)
+        }
+        graph.fill(try await builder.build())
+        defer { graph.fill(nil) }
+
         // Entered with `resolve`, re-entered with `resolveSynchronously`: both count.
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.value.resolve(Pong.self) }
         #expect(error?.code == .reentrantResolution)

@@ -238,23 +238,27 @@ final class GraphCore: @unchecked Sendable {
 
     /// The value at `slot`, made without suspending: where `resolveSynchronously` starts a chain.
     ///
-    /// A singleton is read as is. A transient is made in its own entry of the ``ResolutionTrail``, so
-    /// that a factory asking for it again, through a graph or scope it captured, gets
-    /// ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
+    /// A singleton is read as is. A transient is made in its own entry of the current thread's trail
+    /// (``ThreadTrail``), so that a factory asking for it again, through a graph or scope it captured,
+    /// gets ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
     @inlinable
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
         let resolution = self.resolution
         if let value = resolution.singleton(at: slot, as: Key.Value.self) {
             return value
         }
-        return try ResolutionTrail.current.withValue(try trail(entering: slot)) {
+        return try ThreadTrail.making(slot, of: self) {
             try resolution.valueNow(at: slot, as: Key.Value.self, in: scope, depth: 0)
         }
     }
 
     /// The value at `slot`, awaiting asynchronous factories and scoped instances: where `resolve` starts
-    /// a chain. A transient is made in its own entry of the ``ResolutionTrail``, as in
-    /// ``valueNow(at:as:in:)``; a scope's creation task makes its own entry for a scoped instance.
+    /// a chain.
+    ///
+    /// A transient whose chain is synchronous is made as `resolveSynchronously` makes it, on the thread's
+    /// trail: it cannot suspend, and so never reaches a service on the task's trail. Any other transient
+    /// is made in its own entry of the task's ``ResolutionTrail``; a scope's creation task makes its own
+    /// entry for a scoped instance.
     @inlinable
     nonisolated(nonsending) func value<Key: ServiceKey>(
         at slot: Int,
@@ -263,6 +267,9 @@ final class GraphCore: @unchecked Sendable {
     ) async throws -> Key.Value {
         if let value = singleton(at: slot, as: Key.Value.self) {
             return value
+        }
+        if resolvesNow[slot] {
+            return try valueNow(at: slot, as: key, in: scope)
         }
         guard lifetimes[slot] == .transient else {
             return try await dependencyValue(at: slot, as: key, in: scope)

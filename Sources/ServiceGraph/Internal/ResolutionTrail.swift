@@ -2,15 +2,16 @@
 /// asks a graph or scope it captured for a service that is being made, directly or through others.
 ///
 /// Declared dependencies cannot form a cycle (validation refuses them), so a trail entry is needed only
-/// where a chain of factories starts: ``GraphCore/value(at:as:in:)`` and
-/// ``GraphCore/valueNow(at:as:in:)``, the entry points of `resolve` and `resolveSynchronously`, push a
-/// transient (owned by its graph's core), and a scope's creation task pushes the scoped instance it makes
-/// (owned by the scope). Dependencies reached through declared edges push nothing, so a service that a
-/// factory re-enters below a declared dependency is caught one resolve later. A singleton pushes nothing:
-/// a built graph already holds every one.
+/// where a chain of factories starts: ``GraphCore/value(at:as:in:)``, the entry point of `resolve`, pushes
+/// an asynchronous transient (owned by its graph's core), and a scope's creation task pushes the scoped
+/// instance it makes (owned by the scope). Synchronous chains keep their entries on the cheaper
+/// ``ThreadTrail``.
+/// Dependencies reached through declared edges push nothing, so a service that a factory re-enters below a
+/// declared dependency is caught one resolve later. A singleton pushes nothing: a built graph already
+/// holds every one.
 ///
 /// The trail is a task-local: `Task {}` inherits it, so a scope's creation task sees the trail of the task
-/// that asked for the instance; `withValue` also works in synchronous code.
+/// that asked for the instance.
 @usableFromInline
 struct ResolutionTrail: Sendable {
     /// The trail of the current task; nil outside any factory chain.
