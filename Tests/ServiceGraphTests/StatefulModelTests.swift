@@ -1,0 +1,43 @@
+import ServiceGraph
+import Testing
+
+/// Random sequences of operations on builders, graphs, child graphs and scopes, each step checked
+/// against a plain reference model (``StatefulRun``): builds from copies with overrides and doubles,
+/// aliases, scopes resolved, closed and dropped, child graphs, shutdowns in random orders, cancelled
+/// builds, shutdowns and closes, and tasks racing a close or a shutdown, with factories and hooks that
+/// throw, hang or are slow.
+///
+/// A failing sequence is reported with its seed and its operations; `SERVICEGRAPH_STATEFUL_SEED=<seed>
+/// swift test --filter Stateful` replays it, `SERVICEGRAPH_STATEFUL_CASES=100000` runs more.
+@Suite("Stateful model")
+struct StatefulModelTests {
+    @Test func randomOperationSequencesKeepEveryLifecycleInvariant() async {
+        var failures: [String] = []
+        var kindsRun: Set<String> = []
+        var sequences = 0
+        for seed in StatefulCases.seeds() {
+            await Task.yield()  // a long loop: let the suite's other tests have the threads too
+            let outcome = await StatefulWatchdog.check(seed: seed)
+            sequences += 1
+            kindsRun.formUnion(outcome.kindsRun)
+            if let failure = outcome.failure {
+                failures.append(failure)
+                if failures.count >= StatefulCases.maximumIssues { break }
+            }
+        }
+        for failure in failures {
+            Issue.record(Comment(rawValue: failure))
+        }
+        if failures.count >= StatefulCases.maximumIssues {
+            Issue.record("stopped after \(failures.count) failing sequences of \(sequences)")
+        }
+        if !StatefulCases.isReplay && failures.isEmpty {
+            let all: Set = [
+                "newBuilder", "copyBuilder", "build", "buildChild", "makeScope", "resolveInScope", "resolveInGraph",
+                "close", "dropScope", "shutdown", "dropGraph", "cancelBuild", "cancelShutdown", "cancelClose",
+                "concurrently",
+            ]
+            #expect(kindsRun == all, "the generator reaches every kind of operation")
+        }
+    }
+}
