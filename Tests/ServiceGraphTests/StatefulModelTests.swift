@@ -32,12 +32,25 @@ struct StatefulModelTests {
             Issue.record("stopped after \(failures.count) failing sequences of \(sequences)")
         }
         if !StatefulCases.isReplay && failures.isEmpty {
-            let all: Set = [
-                "newBuilder", "copyBuilder", "build", "buildChild", "makeScope", "resolveInScope", "resolveInGraph",
-                "close", "dropScope", "shutdown", "dropGraph", "cancelBuild", "cancelShutdown", "cancelClose",
-                "concurrently",
-            ]
-            #expect(kindsRun == all, "the generator reaches every kind of operation")
+            #expect(kindsRun == StatefulOperation.kinds, "the generator reaches every kind of operation")
         }
+    }
+}
+
+/// Which sequences the stateful test runs: `SERVICEGRAPH_STATEFUL_SEED=N` replays one,
+/// `SERVICEGRAPH_STATEFUL_CASES=N` runs more (1,000 by default), and
+/// `SERVICEGRAPH_STATEFUL_MAX_ISSUES=N` sets how many failing sequences are reported before the test
+/// stops (10 by default).
+enum StatefulCases {
+    static func seeds(default count: Int = 1_000) -> [UInt64] {
+        if let seed = ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_SEED").flatMap(UInt64.init) { return [seed] }
+        let total = ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_CASES").flatMap(Int.init) ?? count
+        return (0..<UInt64(total)).map { 7 &* 1_000_003 &+ $0 }
+    }
+
+    static var isReplay: Bool { ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_SEED") != nil }
+
+    static var maximumIssues: Int {
+        ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_MAX_ISSUES").flatMap(Int.init) ?? 10
     }
 }

@@ -119,6 +119,12 @@ enum StatefulOperation: CustomStringConvertible {
         let delay: ModelDelay
     }
 
+    /// Every ``kind``: a default run must reach them all.
+    static let kinds: Set<String> = [
+        "newBuilder", "copyBuilder", "build", "buildChild", "makeScope", "resolveInScope", "resolveInGraph", "close",
+        "dropScope", "shutdown", "dropGraph", "cancelBuild", "cancelShutdown", "cancelClose", "concurrently",
+    ]
+
     var kind: String {
         switch self {
         case .newBuilder: "newBuilder"

@@ -1,23 +1,5 @@
 import ServiceGraph
 
-/// Which sequences the stateful test runs: `SERVICEGRAPH_STATEFUL_SEED=N` replays one,
-/// `SERVICEGRAPH_STATEFUL_CASES=N` runs more (1,000 by default), and
-/// `SERVICEGRAPH_STATEFUL_MAX_ISSUES=N` sets how many failing sequences are reported before the test
-/// stops (10 by default).
-enum StatefulCases {
-    static func seeds(default count: Int = 1_000) -> [UInt64] {
-        if let seed = ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_SEED").flatMap(UInt64.init) { return [seed] }
-        let total = ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_CASES").flatMap(Int.init) ?? count
-        return (0..<UInt64(total)).map { 7 &* 1_000_003 &+ $0 }
-    }
-
-    static var isReplay: Bool { ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_SEED") != nil }
-
-    static var maximumIssues: Int {
-        ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_MAX_ISSUES").flatMap(Int.init) ?? 10
-    }
-}
-
 /// Runs one sequence in a task of its own and fails it, with its seed and trace, when it breaks an
 /// invariant or when one operation runs longer than ``operationLimit`` (a hang: the sequence's task is
 /// cancelled and, if it does not end, left behind).
