@@ -34,6 +34,9 @@ public final class ServiceScope: Sendable {
         /// Created instances in creation order; those with hooks must get `willRemove`.
         var created: [(slot: Int, hooks: (any LifecycleHooks)?)] = []
         var closing = Closing.open
+        /// Resolves started and not yet returned; a close waits for them.
+        var resolvesInFlight = 0
+        var resolveWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// Where the scope's one close stands; a shutdown that finds the scope closing waits for it.
@@ -123,7 +126,8 @@ public final class ServiceScope: Sendable {
     ///   instance in the chain.
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        let slot = try openSlot(of: key)
+        let slot = try enter(key)
+        defer { leave() }
         if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: self) }
         return try await core.value(at: slot, as: key, in: self)
     }
@@ -135,21 +139,51 @@ public final class ServiceScope: Sendable {
     /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
-        let slot = try openSlot(of: key)
+        let slot = try enter(key)
+        defer { leave() }
         guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
         if core.reportsResolves { return try core.valueNowReporting(at: slot, as: key, in: self) }
         return try core.valueNow(at: slot, as: key, in: self)
     }
 
+    /// Starts a resolve of `key`: its slot, counted as in flight until ``leave()``, so that closing
+    /// the scope waits for it instead of releasing what it is using.
     @usableFromInline
-    func openSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
+    func enter<Key: ServiceKey>(_ key: Key.Type) throws(ServiceGraphError) -> Int {
         guard let slot = core.slot(of: key) else {
             throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
         }
-        if !state.withLock({ $0.closing.isOpen }) {
-            throw ServiceGraphError(closedProblem(Key.serviceName))
+        let isOpen = state.withLock { state in
+            guard state.closing.isOpen else { return false }
+            state.resolvesInFlight += 1
+            return true
         }
+        guard isOpen else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
         return slot
+    }
+
+    /// Ends a resolve started by ``enter(_:)``.
+    @usableFromInline
+    func leave() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.resolvesInFlight -= 1
+            guard state.resolvesInFlight == 0 else { return [] }
+            defer { state.resolveWaiters = [] }
+            return state.resolveWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until no resolve is in flight (new ones are refused once the scope is closing).
+    private func resolvesFinished() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let finished = state.withLock { state in
+                if state.resolvesInFlight == 0 { return true }
+                state.resolveWaiters.append(waiter)
+                return false
+            }
+            if finished { waiter.resume() }
+        }
     }
 
     /// The scope's instance at `slot`, created once.
@@ -305,6 +339,7 @@ public final class ServiceScope: Sendable {
             }
             return nil
         case .close(let pending):
+            await resolvesFinished()
             for task in pending {
                 _ = try? await task.value
             }

@@ -28,9 +28,11 @@ struct FactoryTimeoutTests {
         #expect(error.problems[0].key == "HangingKey")
         #expect(error.problems[0].path == ["ServiceB", "HangingKey"])
         #expect(error.description.contains("did not finish within"))
-        #expect(log.count(of: "willRemove A") == 1, "what started is released")
         #expect(log.count(of: "init B") == 0)
+        #expect(log.count(of: "willRemove A") == 0, "the abandoned factory may still be using A")
         await gate.open()
+        try await log.waitFor("willRemove A")
+        #expect(log.count(of: "willRemove A") == 1, "released once the abandoned work ended")
     }
 
     @Test func aScopedFactoryPastTheTimeoutIsAbandonedAndTheScopeStaysUsable() async throws {
@@ -75,16 +77,21 @@ struct FactoryTimeoutTests {
         let gate = Gate()
         var builder = ServiceGraph.Builder()
         builder.provide(ServiceA.self) { HookedService("A", log: log) }
-        builder.provide(HangingKey.self, dependsOn: ServiceA.self) { _ in await Self.hang(until: gate) }
+        builder.provide(HangingKey.self, dependsOn: ServiceA.self) { _ in
+            log.record("hanging")
+            return await Self.hang(until: gate)
+        }
         let build = Task { [builder] in try await builder.build() }
-        try await log.waitFor("didAdd A")
+        try await log.waitFor("hanging")
         build.cancel()
         let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { _ = try await build.value }
         }
         #expect(error?.code == .buildCancelled)
-        #expect(log.count(of: "willRemove A") == 1, "what started is released")
+        #expect(log.count(of: "willRemove A") == 0, "the abandoned factory may still be using A")
         await gate.open()
+        try await log.waitFor("willRemove A")
+        #expect(log.count(of: "willRemove A") == 1, "released once the abandoned work ended")
     }
 
     @Test func cancellingABuildAbandonsADidAddThatIgnoresCancellation() async throws {
@@ -114,8 +121,10 @@ struct FactoryTimeoutTests {
             await #expect(throws: ServiceGraphError.self) { _ = try await build.value }
         }
         #expect(error?.code == .buildCancelled)
-        #expect(log.count(of: "willRemove A") == 1)
-        #expect(log.count(of: "willRemove stuck") == 0, "a service that never finished starting is never stopped")
+        #expect(log.count(of: "willRemove A") == 0, "the abandoned didAdd may still be using A")
         await gate.open()
+        try await log.waitFor("willRemove A")
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(removals == ["willRemove stuck", "willRemove A"], "the late starter is removed first, by its own task")
     }
 }

@@ -66,6 +66,33 @@ struct ShutdownTests {
         #expect(removals == ["willRemove slow (started)", "willRemove slow (done)", "willRemove A"])
     }
 
+    @Test func closingAScopeWaitsForAResolveInFlightInIt() async throws {
+        enum ReportKey: ServiceKey { typealias Value = String }
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(ReportKey.self, lifetime: .transient, dependsOn: ServiceA.self) { a in
+            log.record("making report")
+            await gate.wait()
+            let state = log.count(of: "willRemove A") == 0 ? "live" : "removed"
+            log.record("report made with A \(state)")
+            return "report of \(a.name)"
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        let resolving = Task { try await scope.resolve(ReportKey.self) }
+        try await log.waitFor("making report")
+        let shutdown = Task { try await graph.shutdown() }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(log.count(of: "willRemove A") == 0, "A was released under a resolve still using it")
+        await gate.open()
+        #expect(try await resolving.value == "report of A")
+        try await shutdown.value
+        #expect(log.count(of: "report made with A live") == 1)
+        #expect(log.count(of: "willRemove A") == 1)
+    }
+
     @Test func cancellingShutdownStillRunsEveryHook() async throws {
         let log = EventLog()
         let gate = Gate()

@@ -47,6 +47,9 @@ struct SingletonBuild {
     /// The tasks that have reported: awaited before the build returns, so none still holds what it
     /// made when the caller goes on.
     private var reported: [Task<Void, Never>] = []
+    /// The tasks the build gave up on (timed out, or still at work when the build was cancelled), by
+    /// slot: what they depend on is released only once they end.
+    private var abandoned: [Int: Task<Void, Never>] = [:]
     private(set) var record: BuildRecord
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
@@ -70,12 +73,12 @@ struct SingletonBuild {
     mutating func run() async -> Result<BuildRecord, ServiceGraphError> {
         let start = clock.now
         core.events.send(ServiceGraphEvent(.buildStarted))
-        var abandoned = false
+        var isAbandoned = false
         while true {
             startReadyServices()
             if running.isEmpty { break }
             guard let steps = await inbox.next() else {
-                abandoned = true
+                isAbandoned = true
                 break
             }
             for step in steps { receive(step) }
@@ -87,11 +90,12 @@ struct SingletonBuild {
         // later finds the inbox closed and cleans up after itself.
         for task in running.values { task.cancel() }
         for step in inbox.close() { receive(step) }
+        abandoned.merge(running) { first, _ in first }
         running = [:]
         for task in reported { await task.value }
         reported = []
         record.totalDuration = start.duration(to: clock.now)
-        let isCancelled = abandoned || Task.isCancelled
+        let isCancelled = isAbandoned || Task.isCancelled
         // Work cancelled because of another failure (or of the caller) did not fail on its own.
         let isCancellation = { (problem: ServiceGraphError.Problem) in problem.underlyingError is CancellationError }
         if isCancelled || problems.contains(where: { !isCancellation($0) }) {
@@ -104,12 +108,15 @@ struct SingletonBuild {
                     key: "build",
                     message:
                         "the build was cancelled; the \(record.started.count) services that had started were released"
+                        + (abandoned.isEmpty ? "" : " (those that abandoned work still uses once it ends)")
                 ),
                 at: 0
             )
         }
         guard problems.isEmpty else {
-            problems += await Lifecycle.release(record.started, of: core)
+            let (now, later) = partitionStartedByAbandonedWork()
+            problems += await Lifecycle.release(now, of: core)
+            releaseWhenAbandonedWorkEnds(later)
             core.singletons.removeAll()
             let error = ServiceGraphError(problems)
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
@@ -118,6 +125,38 @@ struct SingletonBuild {
         core.releaseFactories { core.lifetimes[$0] == .singleton }
         core.events.send(ServiceGraphEvent(.buildFinished, duration: record.totalDuration))
         return .success(record)
+    }
+
+    /// The started services to release now, and those that abandoned work still depends on
+    /// (directly or not), to release once that work ends: a service is never removed while something
+    /// that uses it may still be starting.
+    private func partitionStartedByAbandonedWork() -> (now: [StartedService], later: [StartedService]) {
+        guard !abandoned.isEmpty else { return (record.started, []) }
+        var inUse = Array(repeating: false, count: core.count)
+        var stack = Array(abandoned.keys)
+        while let slot = stack.popLast() {
+            for dependency in plan.dependencies[slot] where !inUse[dependency] {
+                inUse[dependency] = true
+                stack.append(dependency)
+            }
+        }
+        var now: [StartedService] = []
+        var later: [StartedService] = []
+        for service in record.started {
+            if inUse[service.slot] { later.append(service) } else { now.append(service) }
+        }
+        return (now, later)
+    }
+
+    /// Releases `services`, in reverse order, in the background once every abandoned task has ended
+    /// (an abandoned instance whose `didAdd` succeeded late is removed by its own task first).
+    private func releaseWhenAbandonedWorkEnds(_ services: [StartedService]) {
+        guard !services.isEmpty else { return }
+        let tasks = Array(abandoned.values)
+        _ = UnretainingTask.start { [core] in
+            for task in tasks { await task.value }
+            _ = await Lifecycle.releaseInPlace(services, of: core)
+        }
     }
 
     /// Takes in what a service's task reported.
@@ -134,6 +173,7 @@ struct SingletonBuild {
         case .factoryTimedOut(let slot, let limit):
             guard let task = running.removeValue(forKey: slot) else { return }
             task.cancel()
+            abandoned[slot] = task
             problems.append(located(Lifecycle.factoryTimedOut(slot, after: limit, in: core), at: slot))
         }
     }
