@@ -139,7 +139,10 @@ extension ServiceGraphError {
         /// Where the offending provider was registered, when there is one.
         public let site: RegistrationSite?
         /// The message written for a person, without the path and site (``description`` adds them).
-        public let message: String
+        public var message: String { deferredMessage?.text ?? writtenMessage }
+        private let writtenMessage: String
+        /// A message written on first read instead (see ``DeferredMessage``).
+        private let deferredMessage: DeferredMessage?
         /// The error a factory or hook threw, when the problem is one.
         public let underlyingError: (any Error)?
 
@@ -155,8 +158,26 @@ extension ServiceGraphError {
             self.key = key
             self.path = path
             self.site = site
-            self.message = message
+            self.writtenMessage = message
+            self.deferredMessage = nil
             self.underlyingError = underlyingError
+        }
+
+        /// A problem whose message is written only when it is read.
+        init(
+            _ code: Code,
+            key: String,
+            path: [String] = [],
+            site: RegistrationSite? = nil,
+            deferredMessage: @escaping @Sendable () -> String
+        ) {
+            self.code = code
+            self.key = key
+            self.path = path
+            self.site = site
+            self.writtenMessage = ""
+            self.deferredMessage = DeferredMessage(deferredMessage)
+            self.underlyingError = nil
         }
 
         /// The path as it is printed, with arrows.
