@@ -62,15 +62,10 @@ struct GraphDescription: Sendable {
         services = plan.providers.indices.map { slot in
             let provider = plan.providers[slot]
             let file = provider.site.fileID
-            var site = provider.site.site
-            if file.hasPointerRepresentation {
-                let address = UInt(bitPattern: file.utf8Start)
-                if let known = files[address] {
-                    site = RegistrationSite(fileID: known, line: site.line)
-                } else {
-                    files[address] = site.fileID
-                }
-            }
+            let address = file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
+            let fileID = files[address] ?? file.description
+            if address != 0 { files[address] = fileID }
+            let site = RegistrationSite(fileID: fileID, line: Int(provider.site.line))
             return Service(
                 name: names[slot],
                 valueType: valueTypes.name(for: provider.key),
@@ -179,16 +174,18 @@ struct GraphDescription: Sendable {
 
     /// Marks where `problems` broke the graph, and every service that depends on those places.
     ///
+    /// Consuming: a description made for one dump is marked in place, not copied.
+    ///
     /// - Complexity: O(services + edges + the length of the problems' paths).
-    func marked(with problems: [ServiceGraphError.Problem]) -> GraphDescription {
+    consuming func marked(with problems: [ServiceGraphError.Problem]) -> GraphDescription {
         var marked = self
         marked.problems = problems
         // Problems name their keys; names are unique within a graph but for names keys give
         // themselves, where the first service of the name is taken.
         var slots: [String: Int] = [:]
-        slots.reserveCapacity(services.count)
-        for (slot, service) in services.enumerated() where slots[service.name] == nil {
-            slots[service.name] = slot
+        slots.reserveCapacity(marked.services.count)
+        for slot in marked.services.indices where slots[marked.services[slot].name] == nil {
+            slots[marked.services[slot].name] = slot
         }
         for problem in problems {
             let roots: ArraySlice<String>
@@ -207,7 +204,7 @@ struct GraphDescription: Sendable {
             }
         }
         // Everything that depends, directly or not, on a root cause could not be built.
-        let dependents = Adjacency(reversing: edges)
+        let dependents = Adjacency(reversing: marked.edges)
         var stack = marked.services.indices.filter { marked.services[$0].mark == .rootCause }
         while let slot = stack.popLast() {
             for dependent in dependents[slot] where marked.services[dependent].mark == nil {
@@ -219,7 +216,7 @@ struct GraphDescription: Sendable {
     }
 
     /// The same description without durations, for output that must not change between runs.
-    func withoutTimings() -> GraphDescription {
+    consuming func withoutTimings() -> GraphDescription {
         var copy = self
         copy.totalDuration = nil
         for slot in copy.services.indices {
