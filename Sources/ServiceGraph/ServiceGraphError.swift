@@ -139,6 +139,9 @@ extension ServiceGraphError {
         /// Where the offending provider was registered, when there is one.
         public let site: RegistrationSite?
         /// The message written for a person, without the path and site (``description`` adds them).
+        ///
+        /// For a key that is not in the graph, the message names the closest keys that are; they are
+        /// looked for the first time the message is read, not when the error is thrown.
         public var message: String { deferredMessage?.text ?? writtenMessage }
         private let writtenMessage: String
         /// A message written on first read instead (see ``DeferredMessage``).
