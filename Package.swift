@@ -12,7 +12,9 @@ let package = Package(
     targets: [
         .target(name: "ServiceGraph"),
         .target(name: "ServiceGraphTesting", dependencies: ["ServiceGraph"]),
-        .testTarget(name: "ServiceGraphTests", dependencies: ["ServiceGraph"]),
+        .testTarget(name: "ServiceGraphTests", dependencies: ["ServiceGraph", "KeyNameFixtures"]),
+        // Keys of a second module, for names that read alike across modules.
+        .target(name: "KeyNameFixtures", dependencies: ["ServiceGraph"], path: "Tests/KeyNameFixtures"),
         .testTarget(name: "ServiceGraphTestingTests", dependencies: ["ServiceGraph", "ServiceGraphTesting"]),
         .executableTarget(
             name: "CompositionRoot",

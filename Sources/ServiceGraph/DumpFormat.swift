@@ -19,19 +19,21 @@ public struct DumpFormat: Hashable, Sendable, CustomStringConvertible {
     public var description: String { base.rawValue }
 
     /// An indented tree from each root (a service nothing depends on) down to its dependencies,
-    /// followed, for a built graph, by the initialization order with timings.
+    /// followed, for a built graph, by the initialization order with timings. Deeper than 24
+    /// levels, lines are not indented further and say their depth instead.
     public static let text = DumpFormat(.text)
 
     /// A Graphviz digraph (`dot -Tsvg`): an edge from each service to each of its dependencies; root
-    /// causes of problems in red, services that could not be built because of them in orange.
+    /// causes of problems in red, services that could not be built because of them in orange. Nodes
+    /// are keyed by position (`s0`, and `m0` for a missing key) and labelled with the key's name.
     public static let dot = DumpFormat(.dot)
 
     /// A Mermaid flowchart, for Markdown that renders Mermaid (GitHub, DocC).
     public static let mermaid = DumpFormat(.mermaid)
 
     /// JSON for tools. The shape is documented in the Diagnostics article: a `services` array
-    /// (key, valueType, lifetime, site, override, dependencies, missingDependencies,
-    /// initializationIndex, factoryMilliseconds, didAddMilliseconds, mark, problems), the
-    /// `initializationOrder`, and the `problems`.
+    /// (id, key, valueType, lifetime, site, override, dependencies, dependencyIds,
+    /// missingDependencies, initializationIndex, factoryMilliseconds, didAddMilliseconds, mark,
+    /// problems), the `initializationOrder`, and the `problems`.
     public static let json = DumpFormat(.json)
 }

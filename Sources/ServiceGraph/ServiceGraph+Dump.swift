@@ -6,6 +6,8 @@ extension ServiceGraph {
     /// Services are listed in registration order and dependencies in declaration order, so the output
     /// is stable; pass `includingTimings: false` for output that does not change between runs (for
     /// snapshot tests).
+    ///
+    /// - Complexity: O(services + edges), in time and in the size of the output, in every format.
     public func dump(_ format: DumpFormat = .text, includingTimings: Bool = true) -> String {
         let description = GraphDescription(core: core, record: record)
         return (includingTimings ? description : description.withoutTimings()).render(format)
@@ -18,9 +20,16 @@ extension ServiceGraph.Builder {
     /// Works on a broken graph too: it is validated, the services where it broke are marked as root
     /// causes (a missing key, the members of a cycle, a duplicate, a captive dependency), and every
     /// service that depends on them as affected.
+    ///
+    /// - Complexity: O(services + edges), in time and in the size of the output, in every format.
     public func dump(_ format: DumpFormat = .text) -> String {
+        if let plan = validatedPlans.plan(for: revision) {
+            return GraphDescription(plan: plan).render(format)
+        }
         let plan = GraphPlan(registrations)
         let problems = GraphValidator(plan).problems()
+        // A valid plan (and the names made for this dump) serves the next dump, validation or build.
+        if problems.isEmpty { validatedPlans.store(plan, for: revision) }
         return GraphDescription(plan: plan).marked(with: problems).render(format)
     }
 }
@@ -31,6 +40,8 @@ extension ServiceGraphError {
     /// services that could not be built because of it as affected, and the ones that had been created
     /// (and were released) with their initialization order. Nil for errors that are not about a
     /// graph as a whole (a missing key at resolve, a closed scope).
+    ///
+    /// - Complexity: O(services + edges), in time and in the size of the output, in every format.
     public func dump(_ format: DumpFormat = .text) -> String? {
         snapshot?.description().render(format)
     }

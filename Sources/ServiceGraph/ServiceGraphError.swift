@@ -145,7 +145,13 @@ extension ServiceGraphError {
         /// Where the offending provider was registered, when there is one.
         public let site: RegistrationSite?
         /// The message written for a person, without the path and site (``description`` adds them).
-        public let message: String
+        ///
+        /// For a key that is not in the graph, the message names the closest keys that are; they are
+        /// looked for the first time the message is read, not when the error is thrown.
+        public var message: String { deferredMessage?.text ?? writtenMessage }
+        private let writtenMessage: String
+        /// A message written on first read instead (see ``DeferredMessage``).
+        private let deferredMessage: DeferredMessage?
         /// The error a factory or hook threw, when the problem is one.
         public let underlyingError: (any Error)?
         /// The end of ``path``, as the problem was found.
@@ -166,7 +172,8 @@ extension ServiceGraphError {
             self.tail = path
             self.prefix = nil
             self.site = site
-            self.message = message
+            self.writtenMessage = message
+            self.deferredMessage = nil
             self.underlyingError = underlyingError
         }
 
@@ -186,10 +193,29 @@ extension ServiceGraphError {
             self.code = problem.code
             self.key = problem.key
             self.site = problem.site
-            self.message = problem.message
+            self.writtenMessage = problem.writtenMessage
+            self.deferredMessage = problem.deferredMessage
             self.underlyingError = problem.underlyingError
             self.prefix = prefix
             self.tail = tail
+        }
+
+        /// A problem whose message is written only when it is read.
+        init(
+            _ code: Code,
+            key: String,
+            path: [String] = [],
+            site: RegistrationSite? = nil,
+            deferredMessage: @escaping @Sendable () -> String
+        ) {
+            self.code = code
+            self.key = key
+            self.tail = path
+            self.prefix = nil
+            self.site = site
+            self.writtenMessage = ""
+            self.deferredMessage = DeferredMessage(deferredMessage)
+            self.underlyingError = nil
         }
 
         /// The path as it is printed, with arrows.

@@ -13,7 +13,10 @@ public protocol ServiceKey: Sendable {
 
     /// The name used for this key in errors and dumps.
     ///
-    /// The default is the key's type name without its module, for example `Outer.DatabaseKey`.
+    /// The default is the key's type name without its module, for example `Outer.DatabaseKey`, and
+    /// without the standard library's (`Box<Int>`, not `Box<Swift.Int>`). Where two keys of one graph
+    /// would read alike (`ConfigKey` from two modules), errors and dumps qualify the default name with
+    /// its module (`FeatureModule.ConfigKey`); a name a key gives itself is used as given.
     static var serviceName: String { get }
 }
 
@@ -31,4 +34,7 @@ extension ServiceKey {
 
     /// The value type's name, for errors and dumps.
     static var valueTypeName: String { TypeName.display(Value.self, moduleOf: Self.self) }
+
+    /// The value type.
+    static var valueType: Any.Type { Value.self }
 }

@@ -14,8 +14,8 @@ struct BrokenGraphDumpTests {
         )
         #expect(text.contains("Problems:\n  1. DiagMissing has no provider; DiagStore requires it"))
         let dot = builder.dump(.dot)
-        #expect(dot.contains(#""DiagMissing" [label="DiagMissing\nmissing provider", style="dashed,filled""#))
-        #expect(dot.contains(#""DiagStore" -> "DiagMissing" [style=dashed"#))
+        #expect(dot.contains(#"  m0 [label="DiagMissing\nmissing provider", style="dashed,filled""#))
+        #expect(dot.contains(#"  s2 -> m0 [style=dashed"#), "DiagStore → DiagMissing")
     }
 
     @Test func aFailedValidationCanBeDumpedFromItsError() throws {

@@ -9,8 +9,10 @@ struct DumpFormatTests {
         let dot = graph.dump(.dot, includingTimings: false)
         #expect(dot == graph.dump(.dot, includingTimings: false))
         #expect(dot.hasPrefix("digraph ServiceGraph {"))
-        #expect(dot.contains(#""DiagStore" -> "DiagConfig";"#))
-        #expect(dot.contains(#""DiagHandler" -> "DiagLogger";"#))
+        // Nodes are keyed by slot (registration order), and labelled with the key's name.
+        #expect(dot.contains("  s2 -> s0;\n"), "DiagStore → DiagConfig")
+        #expect(dot.contains("  s3 -> s1;\n"), "DiagHandler → DiagLogger")
+        #expect(dot.contains(#"  s0 [label="DiagConfig\n"#))
         #expect(
             dot.contains(#"label="DiagConfig\nString\nsingleton · #1\nServiceGraphTests/DiagnosticsFixtures.swift:14""#)
         )

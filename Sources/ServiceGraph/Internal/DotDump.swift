@@ -6,50 +6,91 @@ struct DotDump {
         self.graph = graph
     }
 
+    /// Node ids are slots (`s0`) and positions of missing keys (`m0`), not names, so two keys that
+    /// read alike stay two nodes; the label shows the name.
+    ///
+    /// - Complexity: O(services + edges).
     func render() -> String {
-        var lines = [
-            "digraph ServiceGraph {",
-            "  rankdir=TB;",
-            "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];",
-            "  edge [color=\"#555555\"];",
-        ]
-        for service in graph.services {
-            var label = [service.name, service.valueType, lifetimeLine(service), service.site.description]
-            if !service.problemCodes.isEmpty { label.append(service.problemCodes.joined(separator: ", ")) }
-            let attributes = [
-                "label=\(quoted(label.joined(separator: "\n")))",
-                "fillcolor=\(quoted(fill(service)))",
-                service.mark == nil ? "" : "color=\(quoted(service.mark == .rootCause ? "#c92a2a" : "#e8590c"))",
-                service.mark == .rootCause ? "penwidth=2" : "",
-                service.isOverride ? "peripheries=2" : "",
-            ].filter { !$0.isEmpty }
-            lines.append("  \(quoted(service.name)) [\(attributes.joined(separator: ", "))];")
+        let text = DumpText(capacity: 160 * graph.services.count + 24 * graph.edgeCount + 4096)
+        text.write(
+            """
+            digraph ServiceGraph {
+              rankdir=TB;
+              node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];
+              edge [color="#555555"];
+
+            """
+        )
+        for (slot, service) in graph.services.enumerated() {
+            text.write("  s")
+            text.write(number: slot)
+            text.write(" [label=\"")
+            text.write(service.name, escaping: Self.escapes)
+            text.write("\\n")
+            text.write(service.valueType, escaping: Self.escapes)
+            text.write("\\n")
+            lifetimeLine(service, into: text)
+            text.write("\\n")
+            text.write(service.site.fileID, escaping: Self.escapes)
+            text.write(":")
+            text.write(number: service.site.line)
+            if !service.problemCodes.isEmpty {
+                text.write("\\n")
+                text.write(service.problemCodes.joined(separator: ", "), escaping: Self.escapes)
+            }
+            text.write("\", fillcolor=\"")
+            text.write(fill(service))
+            text.write("\"")
+            switch service.mark {
+            case .rootCause: text.write(", color=\"#c92a2a\", penwidth=2")
+            case .affected: text.write(", color=\"#e8590c\"")
+            case nil: break
+            }
+            if service.isOverride { text.write(", peripheries=2") }
+            text.write("];\n")
         }
-        for name in graph.missingKeys {
-            let label = quoted("\(name)\nmissing provider")
-            lines.append(
-                "  \(quoted(name)) [label=\(label), style=\"dashed,filled\", fillcolor=\"#ffe3e3\", color=\"#c92a2a\"];"
-            )
+        for (position, name) in graph.missingKeys.enumerated() {
+            text.write("  m")
+            text.write(number: position)
+            text.write(" [label=\"")
+            text.write(name, escaping: Self.escapes)
+            text.write("\\nmissing provider\", style=\"dashed,filled\", fillcolor=\"#ffe3e3\", color=\"#c92a2a\"];\n")
         }
-        for service in graph.services {
-            for dependency in service.dependencies {
-                let style = dependency.slot == nil ? " [style=dashed, color=\"#c92a2a\"]" : ""
-                lines.append("  \(quoted(service.name)) -> \(quoted(dependency.name))\(style);")
+        for slot in graph.services.indices {
+            for dependency in graph.dependencies(of: slot) {
+                text.write("  s")
+                text.write(number: slot)
+                switch dependency {
+                case .service(let target):
+                    text.write(" -> s")
+                    text.write(number: target)
+                    text.write(";\n")
+                case .missing(let position):
+                    text.write(" -> m")
+                    text.write(number: position)
+                    text.write(" [style=dashed, color=\"#c92a2a\"];\n")
+                }
             }
         }
-        lines.append("}")
-        return lines.joined(separator: "\n") + "\n"
+        text.write("}\n")
+        return text.string
     }
 
-    private func lifetimeLine(_ service: GraphDescription.Service) -> String {
-        var parts = [service.lifetime.description]
-        if let index = service.initializationIndex { parts.append("#\(index + 1)") }
-        if let factory = service.factoryDuration { parts.append(factory.milliseconds) }
-        if service.isOverride { parts.append("override") }
-        return parts.joined(separator: " · ")
+    /// The lifetime, initialization position, factory time and override mark, for the label.
+    private func lifetimeLine(_ service: GraphDescription.Service, into text: DumpText) {
+        text.write(string: service.lifetime.description)
+        if let index = service.initializationIndex {
+            text.write(" · #")
+            text.write(number: index + 1)
+        }
+        if let factory = service.factoryDuration {
+            text.write(" · ")
+            text.write(string: factory.milliseconds)
+        }
+        if service.isOverride { text.write(" · override") }
     }
 
-    private func fill(_ service: GraphDescription.Service) -> String {
+    private func fill(_ service: GraphDescription.Service) -> StaticString {
         switch service.mark {
         case .rootCause: "#ffc9c9"
         case .affected: "#ffe8cc"
@@ -62,17 +103,13 @@ struct DotDump {
         }
     }
 
-    /// A DOT string literal: quotes and backslashes escaped, line breaks as `\n`.
-    private func quoted(_ text: String) -> String {
-        var result = "\""
-        for character in text {
-            switch character {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            default: result.append(character)
-            }
+    /// Inside a DOT string literal: quotes and backslashes escaped, line breaks as `\n`.
+    private static let escapes = Escapes { byte in
+        switch byte {
+        case UInt8(ascii: "\""): "\\\""
+        case UInt8(ascii: "\\"): "\\\\"
+        case UInt8(ascii: "\n"): "\\n"
+        default: nil
         }
-        return result + "\""
     }
 }

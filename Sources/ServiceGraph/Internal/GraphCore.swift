@@ -12,6 +12,8 @@ public import Synchronization
 final class GraphCore: @unchecked Sendable {
     /// Per slot: the key, lifetime and registration site, for errors and dumps.
     let records: [ServiceRecord]
+    /// Per slot: the key's name, made on first use.
+    let keyNames: KeyNames
     /// The distinct `#fileID`s of the registrations (``ServiceRecord/fileIndex``).
     let files: [StaticString]
     let singletons: SingletonStorage
@@ -103,6 +105,7 @@ final class GraphCore: @unchecked Sendable {
             )
         }
         self.records = records
+        self.keyNames = KeyNames { [records] in records.map(\.key) }
         self.files = files
         let traits = ResolutionTraits(plan)
         self.needsScope = traits.needsScope
@@ -157,7 +160,7 @@ final class GraphCore: @unchecked Sendable {
 
     var count: Int { records.count }
 
-    func name(_ slot: Int) -> String { records[slot].name }
+    func name(_ slot: Int) -> String { keyNames.name(slot) }
 
     func site(_ slot: Int) -> RegistrationSite {
         let record = records[slot]
@@ -399,22 +402,31 @@ final class GraphCore: @unchecked Sendable {
     }
 
     /// The error for a key that is not in the graph, naming the closest keys that are.
-    func notFound(_ name: String, valueType: ObjectIdentifier) -> ServiceGraphError.Problem {
-        let suggestions = NameSuggestions.closest(
-            to: name,
-            among: records.map { ($0.name, $0.key.valueTypeID == valueType) }
-        )
-        var message = "\(name) is not in this graph"
-        if !suggestions.isEmpty {
-            message += "; closest keys: \(suggestions.joined(separator: ", "))"
+    ///
+    /// The closest keys are found only when the message is read: a miss costs no more than the error.
+    func notFound(
+        _ name: String,
+        valueType: ObjectIdentifier,
+        key: (any ServiceKey.Type)? = nil
+    ) -> ServiceGraphError.Problem {
+        // The message keeps the keys and their names, not the core: an error must not keep a graph's
+        // services alive.
+        let (records, keyNames) = (records, keyNames)
+        return .init(.keyNotFound, key: name) {
+            NameSuggestions.notFoundMessage(
+                for: name,
+                key: key,
+                valueType: valueType,
+                among: records.map(\.key),
+                named: keyNames
+            )
         }
-        return .init(.keyNotFound, key: name, message: message)
     }
 
     /// The error for `key` missing from the graph (kept out of line: it is the cold path).
     @usableFromInline
     func notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
-        ServiceGraphError(notFound(Key.serviceName, valueType: Key.valueTypeID))
+        ServiceGraphError(notFound(Key.serviceName, valueType: Key.valueTypeID, key: key))
     }
 
     @usableFromInline

@@ -12,8 +12,6 @@ struct GraphDescription: Sendable {
         let lifetime: Lifetime
         let site: RegistrationSite
         let isOverride: Bool
-        /// Dependency names, in declaration order, with the slot of each (nil when it has no provider).
-        let dependencies: [(name: String, slot: Int?)]
         /// The position in the initialization order, for a built graph's singletons.
         var initializationIndex: Int?
         var factoryDuration: Duration?
@@ -23,7 +21,25 @@ struct GraphDescription: Sendable {
         var problemCodes: [String] = []
     }
 
+    /// What a dependency edge points to: a service, or a key that has no provider.
+    enum Dependency: Equatable {
+        /// The slot of the service.
+        case service(Int)
+        /// The position of the key in ``missingKeys``.
+        case missing(Int)
+
+        var isService: Bool {
+            if case .service = self { true } else { false }
+        }
+
+        var isMissing: Bool { !isService }
+    }
+
+    /// The services by slot, in registration order.
     var services: [Service]
+    /// The dependencies of each service, in declaration order: a slot, or `-1 - i` for the `i`th of
+    /// ``missingKeys``. Edges point at slots, not names, so two keys that read alike stay apart.
+    private let edges: Adjacency
     /// Singleton slots in creation order, for a built graph.
     var initializationOrder: [Int] = []
     var totalDuration: Duration?
@@ -31,42 +47,83 @@ struct GraphDescription: Sendable {
     var isBuilt = false
     /// The problems of a broken graph or failed build.
     var problems: [ServiceGraphError.Problem] = []
-    /// Keys that are depended on but have no provider, and whether each is a root cause.
-    var missingKeys: [String] = []
+    /// The names of the keys that are depended on but have no provider, each once, in the order they
+    /// are first depended on.
+    private(set) var missingKeys: [String] = []
 
+    /// Describes a plan, built or not, without running anything.
+    ///
+    /// - Complexity: O(services + edges), with one reflection per key and per value type.
     init(plan: GraphPlan) {
+        let names = plan.names
+        var valueTypes = TypeName.ValueTypeNames()
+        // One string per file, shared by its sites, rather than one per service.
+        var files: [UInt: String] = [:]
         services = plan.providers.indices.map { slot in
             let provider = plan.providers[slot]
+            let file = provider.site.fileID
+            let address = file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
+            let fileID = files[address] ?? file.description
+            if address != 0 { files[address] = fileID }
+            let site = RegistrationSite(fileID: fileID, line: Int(provider.site.line))
             return Service(
-                name: provider.name,
-                valueType: provider.key.valueTypeName,
+                name: names[slot],
+                valueType: valueTypes.name(for: provider.key),
                 lifetime: provider.lifetime,
-                site: provider.site.site,
-                isOverride: plan.overridden[slot],
-                dependencies: zip(provider.dependencies, plan.dependencies[slot]).map { key, slot in
-                    (key.serviceName, slot == GraphPlan.missing ? nil : slot)
-                }
+                site: site,
+                isOverride: plan.overridden[slot]
             )
         }
+        var missingPositions: [ObjectIdentifier: Int] = [:]
+        for slot in plan.providers.indices {
+            for (position, target) in plan.dependencies[slot].enumerated() where target == GraphPlan.missing {
+                let key = plan.providers[slot].dependencies[position]
+                guard missingPositions[ObjectIdentifier(key)] == nil else { continue }
+                missingPositions[ObjectIdentifier(key)] = missingKeys.count
+                missingKeys.append(plan.name(ofMissing: key))
+            }
+        }
+        guard !missingKeys.isEmpty else {
+            edges = plan.dependencies
+            return
+        }
+        let providers = plan.providers
+        edges = Adjacency(
+            providers.indices.lazy.map { slot in
+                zip(providers[slot].dependencies, plan.dependencies[slot]).lazy.map { key, target in
+                    target == GraphPlan.missing ? -1 - missingPositions[ObjectIdentifier(key)]! : target
+                }
+            },
+            count: providers.count,
+            edgeCount: plan.dependencies.targets.count
+        )
     }
 
+    /// Describes a built graph, or the part of one a failed build created.
+    ///
+    /// - Complexity: O(services + edges), with one reflection per key and per value type.
     init(core: GraphCore, record: BuildRecord) {
+        let names = core.keyNames.all
+        let files = core.files.map(\.description)
+        var valueTypes = TypeName.ValueTypeNames()
         services = (0..<core.count).map { slot in
             let record = core.records[slot]
-            let edges = Int(core.dependencyStart[slot])..<Int(core.dependencyStart[slot + 1])
-            let dependencies = edges.map { edge in
-                let dependency = Int(core.dependencySlots[edge])
-                return (name: core.name(dependency), slot: Optional(dependency))
-            }
             return Service(
-                name: record.name,
-                valueType: record.key.valueTypeName,
+                name: names[slot],
+                valueType: valueTypes.name(for: record.key),
                 lifetime: record.lifetime,
-                site: core.site(slot),
-                isOverride: record.isOverride,
-                dependencies: dependencies
+                site: RegistrationSite(fileID: files[Int(record.fileIndex)], line: Int(record.line)),
+                isOverride: record.isOverride
             )
         }
+        let (start, targets) = (core.dependencyStart, core.dependencySlots)
+        edges = Adjacency(
+            (0..<core.count).lazy.map { slot in
+                (Int(start[slot])..<Int(start[slot + 1])).lazy.map { Int(targets[$0]) }
+            },
+            count: core.count,
+            edgeCount: Int(start[core.count])
+        )
         initializationOrder = record.order.map { Int($0) }
         totalDuration = record.totalDuration
         isBuilt = true
@@ -77,53 +134,77 @@ struct GraphDescription: Sendable {
         }
     }
 
+    /// The dependencies of `slot`, in declaration order.
+    func dependencies(of slot: Int) -> LazyMapCollection<ArraySlice<Int>, Dependency> {
+        edges[slot].lazy.map(Self.dependency)
+    }
+
+    /// The `position`th dependency of `slot`.
+    func dependency(_ position: Int, of slot: Int) -> Dependency {
+        let row = edges[slot]
+        return Self.dependency(row[row.startIndex + position])
+    }
+
+    /// How many dependencies `slot` declares.
+    func dependencyCount(of slot: Int) -> Int { edges.degree(of: slot) }
+
+    private static func dependency(_ target: Int) -> Dependency {
+        target < 0 ? .missing(-1 - target) : .service(target)
+    }
+
+    /// The name of what `dependency` points to.
+    func name(of dependency: Dependency) -> String {
+        switch dependency {
+        case .service(let slot): services[slot].name
+        case .missing(let position): missingKeys[position]
+        }
+    }
+
+    /// The number of dependency edges.
+    var edgeCount: Int { edges.targets.count }
+
     /// Slots that nothing depends on, in slot order: where the trees start.
     var roots: [Int] {
         var isDependency = Array(repeating: false, count: services.count)
-        for service in services {
-            for dependency in service.dependencies {
-                if let slot = dependency.slot { isDependency[slot] = true }
-            }
+        for target in edges.targets where target >= 0 {
+            isDependency[target] = true
         }
-        let roots = services.indices.filter { !isDependency[$0] }
-        // A graph that is one big cycle has no root; start from the first service.
-        return roots.isEmpty && !services.isEmpty ? [0] : roots
+        return services.indices.filter { !isDependency[$0] }
     }
 
     /// Marks where `problems` broke the graph, and every service that depends on those places.
-    func marked(with problems: [ServiceGraphError.Problem]) -> GraphDescription {
+    ///
+    /// Consuming: a description made for one dump is marked in place, not copied.
+    ///
+    /// - Complexity: O(services + edges + the length of the problems' paths).
+    consuming func marked(with problems: [ServiceGraphError.Problem]) -> GraphDescription {
         var marked = self
         marked.problems = problems
+        // Problems name their keys; names are unique within a graph but for names keys give
+        // themselves, where the first service of the name is taken.
         var slots: [String: Int] = [:]
-        for (slot, service) in services.enumerated() where slots[service.name] == nil {
-            slots[service.name] = slot
+        slots.reserveCapacity(marked.services.count)
+        for slot in marked.services.indices where slots[marked.services[slot].name] == nil {
+            slots[marked.services[slot].name] = slot
         }
-        var missing: [String] = []
         for problem in problems {
-            var roots: [String]
+            let roots: ArraySlice<String>
             switch problem.code {
-            case .cycle: roots = Array(problem.path.dropLast())
-            case .missingProvider:
-                if !missing.contains(problem.key) { missing.append(problem.key) }
-                roots = Array(problem.path.dropLast().suffix(1))
+            case .cycle: roots = problem.path.dropLast()
+            case .missingProvider: roots = problem.path.dropLast().suffix(1)
             default: roots = [problem.key]
             }
+            let code = problem.code.description
             for name in roots {
                 guard let slot = slots[name] else { continue }
                 marked.services[slot].mark = .rootCause
-                if !marked.services[slot].problemCodes.contains(problem.code.description) {
-                    marked.services[slot].problemCodes.append(problem.code.description)
+                if !marked.services[slot].problemCodes.contains(code) {
+                    marked.services[slot].problemCodes.append(code)
                 }
             }
         }
-        marked.missingKeys = missing
         // Everything that depends, directly or not, on a root cause could not be built.
-        var dependents = Array(repeating: [Int](), count: services.count)
-        for (slot, service) in services.enumerated() {
-            for dependency in service.dependencies {
-                if let target = dependency.slot { dependents[target].append(slot) }
-            }
-        }
+        let dependents = Adjacency(reversing: marked.edges)
         var stack = marked.services.indices.filter { marked.services[$0].mark == .rootCause }
         while let slot = stack.popLast() {
             for dependent in dependents[slot] where marked.services[dependent].mark == nil {
@@ -135,7 +216,7 @@ struct GraphDescription: Sendable {
     }
 
     /// The same description without durations, for output that must not change between runs.
-    func withoutTimings() -> GraphDescription {
+    consuming func withoutTimings() -> GraphDescription {
         var copy = self
         copy.totalDuration = nil
         for slot in copy.services.indices {

@@ -92,14 +92,38 @@ struct GraphPlan: Sendable {
         self.overridden = overridden
         self.registrationProblems = problems
         self.dependents = Adjacency(reversing: dependencies)
+        self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, dependencies] in
+            providers.map(\.key) + Self.missingKeys(of: providers, dependencies: dependencies)
+        }
     }
 
-    /// Names are made only for errors and dumps, and making one is slow (type reflection), so each is
-    /// made once per plan.
-    private let names = NameCache()
+    /// The names of the provided keys, then of the missing ones, made once per plan and only for
+    /// errors and dumps; missing keys count when telling apart keys that read alike.
+    private let keyNames: KeyNames
 
     func name(_ slot: Int) -> String {
-        names.name(slot) { providers[slot].name }
+        keyNames.name(slot)
+    }
+
+    /// The name of a key that has no provider (or of any key, when it is not one of the graph's).
+    func name(ofMissing key: any ServiceKey.Type) -> String {
+        keyNames.name(of: ObjectIdentifier(key)) ?? key.serviceName
+    }
+
+    /// Every provided key's name, by slot.
+    var names: [String] { keyNames.all }
+
+    /// The keys depended on that have no provider, each once, in the order they are first depended on.
+    private static func missingKeys(of providers: [Registration], dependencies: Adjacency) -> [any ServiceKey.Type] {
+        var seen: Set<ObjectIdentifier> = []
+        var missing: [any ServiceKey.Type] = []
+        for slot in providers.indices {
+            for (position, target) in dependencies[slot].enumerated() where target == GraphPlan.missing {
+                let key = providers[slot].dependencies[position]
+                if seen.insert(ObjectIdentifier(key)).inserted { missing.append(key) }
+            }
+        }
+        return missing
     }
 
     /// A path of key names from a root of the graph (a service nothing depends on) down to `slot`.
@@ -114,17 +138,5 @@ struct GraphPlan: Sendable {
             current = parent
         }
         return path.reversed().map(name)
-    }
-}
-
-/// A plan's key names, made on first use.
-final class NameCache: Sendable {
-    private let names = Locked<[Int: String]>([:])
-
-    func name(_ slot: Int, make: () -> String) -> String {
-        if let name = names.withLock({ $0[slot] }) { return name }
-        let name = make()
-        names.withLock { $0[slot] = name }
-        return name
     }
 }

@@ -29,14 +29,22 @@ struct GraphValidator {
                     indexed = true
                 }
                 let missingKey = provider.dependencies[position]
-                let missingName = missingKey.serviceName
+                let missingName = plan.name(ofMissing: missingKey)
                 var message = "\(missingName) has no provider; \(plan.name(slot)) requires it"
                 let candidates = byValueType[missingKey.valueTypeID] ?? []
-                let suggestions = NameSuggestions.sameValueType(missingName, among: candidates, named: plan.name)
+                // The service that requires the key is no answer to "did you mean", even when it
+                // provides the same type (a decorator of the missing service).
+                let others = candidates.count - (provider.key.valueTypeID == missingKey.valueTypeID ? 1 : 0)
+                let suggestions = NameSuggestions.sameValueType(
+                    missingName,
+                    among: candidates,
+                    excluding: slot,
+                    named: plan.name
+                )
                 if !suggestions.isEmpty {
                     var list = suggestions.joined(separator: ", ")
-                    if candidates.count > suggestions.count {
-                        list += " (or \(candidates.count - suggestions.count) more keys of that type)"
+                    if others > suggestions.count {
+                        list += " (or \(others - suggestions.count) more keys of that type)"
                     }
                     message += ". Did you mean \(list)? (also provides \(missingKey.valueTypeName))"
                 }
@@ -55,48 +63,58 @@ struct GraphValidator {
     }
 
     private func cycles() -> [ServiceGraphError.Problem] {
-        stronglyConnectedComponents()
+        let cyclic = stronglyConnectedComponents()
             .filter { component in
                 component.count > 1 || plan.dependencies[component[0]].contains(component[0])
             }
-            .sorted { $0.min()! < $1.min()! }
-            .map { component in
-                let start = component.min()!
-                let cycle = cyclePath(through: start, within: Set(component)).map(plan.name)
-                var message = "cycle: \(cycle.joined(separator: " → "))"
-                if component.count > cycle.count - 1 {
-                    let others = component.sorted().map(plan.name).joined(separator: ", ")
-                    message += " (\(component.count) services depend on each other here: \(others))"
-                }
-                return .init(
-                    .cycle,
-                    key: plan.name(start),
-                    path: cycle,
-                    site: plan.providers[start].site.site,
-                    message: message
-                )
+            .map { (start: $0.min()!, members: $0) }
+            .sorted { $0.start < $1.start }
+        guard !cyclic.isEmpty else { return [] }
+        // Scratch space shared by every component, so finding all cycles stays linear.
+        var isMember = Array(repeating: false, count: plan.count)
+        var parent = Array(repeating: -1, count: plan.count)
+        return cyclic.map { start, component in
+            for member in component { isMember[member] = true }
+            let cycle = cyclePath(through: start, isMember: isMember, parent: &parent).map(plan.name)
+            for member in component { isMember[member] = false }
+            var message = "cycle: \(cycle.joined(separator: " → "))"
+            if component.count > cycle.count - 1 {
+                let others = component.sorted().map(plan.name).joined(separator: ", ")
+                message += " (\(component.count) services depend on each other here: \(others))"
             }
+            return .init(
+                .cycle,
+                key: plan.name(start),
+                path: cycle,
+                site: plan.providers[start].site.site,
+                message: message
+            )
+        }
     }
 
-    /// The shortest cycle from `start` back to itself using only `members` (breadth-first).
-    private func cyclePath(through start: Int, within members: Set<Int>) -> [Int] {
-        var parent: [Int: Int] = [:]
+    /// The shortest cycle from `start` back to itself through members only (breadth-first).
+    ///
+    /// `parent` is all -1 on entry and on return.
+    private func cyclePath(through start: Int, isMember: [Bool], parent: inout [Int]) -> [Int] {
         var queue = [start]
         var head = 0
+        defer {
+            for node in queue { parent[node] = -1 }
+        }
         while head < queue.count {
             let node = queue[head]
             head += 1
-            for next in plan.dependencies[node] where members.contains(next) {
+            for next in plan.dependencies[node] where next != GraphPlan.missing && isMember[next] {
                 if next == start {
                     var path = [start]
                     var current = node
                     while current != start {
                         path.append(current)
-                        current = parent[current]!
+                        current = parent[current]
                     }
                     return [start] + path.dropFirst().reversed() + [start]
                 }
-                if parent[next] == nil {
+                if parent[next] == -1 {
                     parent[next] = node
                     queue.append(next)
                 }

@@ -9,100 +9,158 @@ struct JSONDump {
         self.graph = graph
     }
 
+    /// - Complexity: O(services + edges).
     func render() -> String {
-        var root: [(String, String)] = [
-            ("format", string("servicegraph")),
-            ("version", "1"),
-            ("built", graph.isBuilt ? "true" : "false"),
-        ]
-        if let total = graph.totalDuration { root.append(("totalMilliseconds", milliseconds(total))) }
-        root.append(("services", array(graph.services.map(service), indent: 2)))
-        root.append(("missingKeys", array(graph.missingKeys.map(string), indent: 2)))
-        root.append(
-            ("initializationOrder", array(graph.initializationOrder.map { string(graph.services[$0].name) }, indent: 2))
-        )
-        root.append(("problems", array(graph.problems.map(problem), indent: 2)))
-        return object(root, indent: 0) + "\n"
+        let text = DumpText(capacity: 520 * graph.services.count + 40 * graph.edgeCount + 4096)
+        text.write("{\n  \"format\": \"servicegraph\",\n  \"version\": 1,\n  \"built\": ")
+        text.write(graph.isBuilt ? "true" : "false")
+        text.write(",\n")
+        if let total = graph.totalDuration {
+            text.write("  \"totalMilliseconds\": ")
+            milliseconds(total, into: text)
+            text.write(",\n")
+        }
+        text.write("  \"services\": ")
+        array(graph.services.indices, into: text) { slot, text in service(slot, into: text) }
+        text.write(",\n  \"missingKeys\": ")
+        array(graph.missingKeys, into: text) { name, text in string(name, into: text) }
+        text.write(",\n  \"initializationOrder\": ")
+        array(graph.initializationOrder, into: text) { slot, text in string(graph.services[slot].name, into: text) }
+        text.write(",\n  \"problems\": ")
+        array(graph.problems, into: text) { problem, text in self.problem(problem, into: text) }
+        text.write("\n}\n")
+        return text.string
     }
 
-    private func service(_ service: GraphDescription.Service) -> String {
-        object(
-            [
-                ("key", string(service.name)),
-                ("valueType", string(service.valueType)),
-                ("lifetime", string(service.lifetime.description)),
-                ("site", site(service.site)),
-                ("override", service.isOverride ? "true" : "false"),
-                ("dependencies", inline(service.dependencies.filter { $0.slot != nil }.map { string($0.name) })),
-                ("missingDependencies", inline(service.dependencies.filter { $0.slot == nil }.map { string($0.name) })),
-                ("initializationIndex", service.initializationIndex.map(String.init) ?? "null"),
-                ("factoryMilliseconds", service.factoryDuration.map(milliseconds) ?? "null"),
-                ("didAddMilliseconds", service.didAddDuration.map(milliseconds) ?? "null"),
-                ("mark", service.mark.map { string($0.rawValue) } ?? "null"),
-                ("problems", inline(service.problemCodes.map(string))),
-            ],
-            indent: 4
-        )
+    /// A service, at the indentation of an element of a top-level array. Its `id` is its slot, which
+    /// `dependencyIds` refer to.
+    private func service(_ slot: Int, into text: DumpText) {
+        let service = graph.services[slot]
+        text.write("{\n      \"id\": ")
+        text.write(number: slot)
+        text.write(",\n      \"key\": ")
+        string(service.name, into: text)
+        text.write(",\n      \"valueType\": ")
+        string(service.valueType, into: text)
+        text.write(",\n      \"lifetime\": \"")
+        text.write(string: service.lifetime.description)
+        text.write("\",\n      \"site\": ")
+        site(service.site, into: text)
+        text.write(",\n      \"override\": ")
+        text.write(service.isOverride ? "true" : "false")
+        let dependencies = graph.dependencies(of: slot)
+        text.write(",\n      \"dependencies\": ")
+        inline(dependencies, where: \.isService, into: text) { dependency, text in
+            string(graph.name(of: dependency), into: text)
+        }
+        text.write(",\n      \"dependencyIds\": ")
+        inline(dependencies, where: \.isService, into: text) { dependency, text in
+            if case .service(let target) = dependency { text.write(number: target) }
+        }
+        text.write(",\n      \"missingDependencies\": ")
+        inline(dependencies, where: \.isMissing, into: text) { dependency, text in
+            string(graph.name(of: dependency), into: text)
+        }
+        text.write(",\n      \"initializationIndex\": ")
+        if let index = service.initializationIndex { text.write(number: index) } else { text.write("null") }
+        text.write(",\n      \"factoryMilliseconds\": ")
+        if let factory = service.factoryDuration { milliseconds(factory, into: text) } else { text.write("null") }
+        text.write(",\n      \"didAddMilliseconds\": ")
+        if let didAdd = service.didAddDuration { milliseconds(didAdd, into: text) } else { text.write("null") }
+        text.write(",\n      \"mark\": ")
+        if let mark = service.mark { string(mark.rawValue, into: text) } else { text.write("null") }
+        text.write(",\n      \"problems\": ")
+        inline(service.problemCodes, into: text) { code, text in string(code, into: text) }
+        text.write("\n    }")
     }
 
-    private func problem(_ problem: ServiceGraphError.Problem) -> String {
-        object(
-            [
-                ("code", string(problem.code.description)),
-                ("key", string(problem.key)),
-                ("path", inline(problem.path.map(string))),
-                ("site", problem.site.map(site) ?? "null"),
-                ("message", string(problem.message)),
-            ],
-            indent: 4
-        )
+    private func problem(_ problem: ServiceGraphError.Problem, into text: DumpText) {
+        text.write("{\n      \"code\": ")
+        string(problem.code.description, into: text)
+        text.write(",\n      \"key\": ")
+        string(problem.key, into: text)
+        text.write(",\n      \"path\": ")
+        inline(problem.path, into: text) { name, text in string(name, into: text) }
+        text.write(",\n      \"site\": ")
+        if let site = problem.site { self.site(site, into: text) } else { text.write("null") }
+        text.write(",\n      \"message\": ")
+        string(problem.message, into: text)
+        text.write("\n    }")
     }
 
-    private func site(_ site: RegistrationSite) -> String {
-        "{\"fileID\": \(string(site.fileID)), \"line\": \(site.line)}"
+    private func site(_ site: RegistrationSite, into text: DumpText) {
+        text.write("{\"fileID\": ")
+        string(site.fileID, into: text)
+        text.write(", \"line\": ")
+        text.write(number: site.line)
+        text.write("}")
     }
 
-    private func milliseconds(_ duration: Duration) -> String {
+    /// Milliseconds with three decimals.
+    private func milliseconds(_ duration: Duration, into text: DumpText) {
         let (seconds, attoseconds) = duration.components
-        let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
-        let whole = microseconds / 1_000
-        let fraction = String(microseconds % 1_000)
-        return "\(whole).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+        let microseconds = Int(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+        text.write(number: microseconds / 1_000)
+        text.write(".")
+        let fraction = microseconds % 1_000
+        if fraction < 100 { text.write("0") }
+        if fraction < 10 { text.write("0") }
+        text.write(number: fraction)
     }
 
-    private func object(_ members: [(String, String)], indent: Int) -> String {
-        let pad = String(repeating: " ", count: indent + 2)
-        let body = members.map { "\(pad)\(string($0.0)): \($0.1)" }.joined(separator: ",\n")
-        return "{\n\(body)\n\(String(repeating: " ", count: indent))}"
+    /// A top-level member's array: one element a line, or `[]`.
+    private func array<Elements: Collection>(
+        _ elements: Elements,
+        into text: DumpText,
+        element: (Elements.Element, DumpText) -> Void
+    ) {
+        guard !elements.isEmpty else {
+            text.write("[]")
+            return
+        }
+        text.write("[\n")
+        var isFirst = true
+        for value in elements {
+            text.write(isFirst ? "    " : ",\n    ")
+            isFirst = false
+            element(value, text)
+        }
+        text.write("\n  ]")
     }
 
-    private func array(_ elements: [String], indent: Int) -> String {
-        guard !elements.isEmpty else { return "[]" }
-        let pad = String(repeating: " ", count: indent + 2)
-        return "[\n" + elements.map { pad + $0 }.joined(separator: ",\n") + "\n" + String(repeating: " ", count: indent)
-            + "]"
-    }
-
-    private func inline(_ elements: [String]) -> String {
-        "[" + elements.joined(separator: ", ") + "]"
+    /// An array on one line of the elements `including` selects.
+    private func inline<Elements: Sequence>(
+        _ elements: Elements,
+        where including: (Elements.Element) -> Bool = { _ in true },
+        into text: DumpText,
+        element: (Elements.Element, DumpText) -> Void
+    ) {
+        text.write("[")
+        var isFirst = true
+        for value in elements where including(value) {
+            if !isFirst { text.write(", ") }
+            isFirst = false
+            element(value, text)
+        }
+        text.write("]")
     }
 
     /// A JSON string literal with the escapes RFC 8259 requires.
-    private func string(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
+    private func string(_ value: String, into text: DumpText) {
+        text.write("\"")
+        text.write(value, escaping: Self.escapes)
+        text.write("\"")
+    }
+
+    private static let escapes = Escapes { byte in
+        switch byte {
+        case UInt8(ascii: "\""): "\\\""
+        case UInt8(ascii: "\\"): "\\\\"
+        case UInt8(ascii: "\n"): "\\n"
+        case UInt8(ascii: "\r"): "\\r"
+        case UInt8(ascii: "\t"): "\\t"
+        case ..<0x20: "\\u00" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16)
+        default: nil
         }
-        return result + "\""
     }
 }

@@ -6,56 +6,90 @@ struct MermaidDump {
         self.graph = graph
     }
 
+    /// Node ids are slots (`s0`) and positions of missing keys (`m0`), not names.
+    ///
+    /// - Complexity: O(services + edges).
     func render() -> String {
-        var lines = ["flowchart TD"]
+        let text = DumpText(capacity: 150 * graph.services.count + 24 * graph.edgeCount + 4096)
+        text.write("flowchart TD\n")
         for (slot, service) in graph.services.enumerated() {
-            var label = [service.name, service.valueType, service.lifetime.description]
-            if let index = service.initializationIndex { label[2] += " #\(index + 1)" }
-            if let factory = service.factoryDuration { label[2] += " \(factory.milliseconds)" }
-            if service.isOverride { label[2] += " override" }
-            if !service.problemCodes.isEmpty { label.append(service.problemCodes.joined(separator: ", ")) }
-            lines.append("    s\(slot)[\"\(label.map(escaped).joined(separator: "<br/>"))\"]")
+            text.write("    s")
+            text.write(number: slot)
+            text.write("[\"")
+            text.write(service.name, escaping: Self.escapes)
+            text.write("<br/>")
+            text.write(service.valueType, escaping: Self.escapes)
+            text.write("<br/>")
+            text.write(string: service.lifetime.description)
+            if let index = service.initializationIndex {
+                text.write(" #")
+                text.write(number: index + 1)
+            }
+            if let factory = service.factoryDuration {
+                text.write(" ")
+                text.write(string: factory.milliseconds)
+            }
+            if service.isOverride { text.write(" override") }
+            if !service.problemCodes.isEmpty {
+                text.write("<br/>")
+                text.write(service.problemCodes.joined(separator: ", "), escaping: Self.escapes)
+            }
+            text.write("\"]\n")
         }
-        for (index, name) in graph.missingKeys.enumerated() {
-            lines.append("    m\(index)[\"\(escaped(name))<br/>missing provider\"]")
+        for (position, name) in graph.missingKeys.enumerated() {
+            text.write("    m")
+            text.write(number: position)
+            text.write("[\"")
+            text.write(name, escaping: Self.escapes)
+            text.write("<br/>missing provider\"]\n")
         }
-        for (slot, service) in graph.services.enumerated() {
-            for dependency in service.dependencies {
-                if let target = dependency.slot {
-                    lines.append("    s\(slot) --> s\(target)")
-                } else if let missing = graph.missingKeys.firstIndex(of: dependency.name) {
-                    lines.append("    s\(slot) -.-> m\(missing)")
+        for slot in graph.services.indices {
+            for dependency in graph.dependencies(of: slot) {
+                text.write("    s")
+                text.write(number: slot)
+                switch dependency {
+                case .service(let target):
+                    text.write(" --> s")
+                    text.write(number: target)
+                case .missing(let position):
+                    text.write(" -.-> m")
+                    text.write(number: position)
                 }
+                text.write("\n")
             }
         }
-        lines += [
-            "    classDef singleton fill:#e7f5ff,stroke:#1c7ed6",
-            "    classDef scoped fill:#ebfbee,stroke:#37b24d",
-            "    classDef transient fill:#f8f9fa,stroke:#868e96",
-            "    classDef rootCause fill:#ffc9c9,stroke:#c92a2a,stroke-width:2px",
-            "    classDef affected fill:#ffe8cc,stroke:#e8590c",
-        ]
+        text.write(
+            """
+                classDef singleton fill:#e7f5ff,stroke:#1c7ed6
+                classDef scoped fill:#ebfbee,stroke:#37b24d
+                classDef transient fill:#f8f9fa,stroke:#868e96
+                classDef rootCause fill:#ffc9c9,stroke:#c92a2a,stroke-width:2px
+                classDef affected fill:#ffe8cc,stroke:#e8590c
+
+            """
+        )
         for (slot, service) in graph.services.enumerated() {
-            let style = service.mark?.rawValue ?? service.lifetime.description
-            lines.append("    class s\(slot) \(style)")
+            text.write("    class s")
+            text.write(number: slot)
+            text.write(" ")
+            text.write(string: service.mark?.rawValue ?? service.lifetime.description)
+            text.write("\n")
         }
-        for index in graph.missingKeys.indices {
-            lines.append("    class m\(index) rootCause")
+        for position in graph.missingKeys.indices {
+            text.write("    class m")
+            text.write(number: position)
+            text.write(" rootCause\n")
         }
-        return lines.joined(separator: "\n") + "\n"
+        return text.string
     }
 
-    /// Mermaid label text: quotes and angle brackets as entity codes.
-    private func escaped(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "\"": result += "#quot;"
-            case "<": result += "#lt;"
-            case ">": result += "#gt;"
-            default: result.append(character)
-            }
+    /// Inside a Mermaid label: quotes and angle brackets as entity codes.
+    private static let escapes = Escapes { byte in
+        switch byte {
+        case UInt8(ascii: "\""): "#quot;"
+        case UInt8(ascii: "<"): "#lt;"
+        case UInt8(ascii: ">"): "#gt;"
+        default: nil
         }
-        return result
     }
 }

@@ -1,85 +1,159 @@
 /// Renders a ``GraphDescription`` as an indented tree and an initialization table.
+///
+/// Each service is expanded once, under the first service that depends on it; later appearances say
+/// "(see above)", so the tree has one line per service and per dependency edge. Indentation stops
+/// growing below ``maximumIndentedDepth`` levels (deeper lines say their depth instead), so every
+/// line is bounded and the whole text is linear in services + edges, however deep the graph.
 struct TextDump {
+    /// The deepest level that is indented; deeper levels go on at this indentation.
+    static let maximumIndentedDepth = 24
+
     let graph: GraphDescription
 
     init(_ graph: GraphDescription) {
         self.graph = graph
     }
 
+    /// - Complexity: O(services + edges), iteratively: deep graphs cannot overflow the stack.
     func render() -> String {
-        var lines: [String] = []
-        let counts = Lifetime.allCases.map { lifetime in
-            "\(graph.services.filter { $0.lifetime == lifetime }.count) \(lifetime)"
+        let text = DumpText(capacity: 160 * (graph.services.count + graph.edgeCount) + 4096)
+        text.write("ServiceGraph: ")
+        text.write(number: graph.services.count)
+        text.write(" services (")
+        for (index, lifetime) in Lifetime.allCases.enumerated() {
+            if index > 0 { text.write(", ") }
+            text.write(number: graph.services.lazy.filter { $0.lifetime == lifetime }.count)
+            text.write(" ")
+            text.write(string: lifetime.description)
         }
-        lines.append("ServiceGraph: \(graph.services.count) services (\(counts.joined(separator: ", ")))")
+        text.write(")\n")
         var expanded = Array(repeating: false, count: graph.services.count)
-        for root in graph.roots {
-            tree(root, prefix: "", childPrefix: "", expanded: &expanded, path: [], into: &lines)
+        var onPath = Array(repeating: false, count: graph.services.count)
+        // The roots first; then what only a cycle reaches (a graph that is one big cycle has no root).
+        for slot in graph.roots + Array(graph.services.indices) where !expanded[slot] {
+            tree(from: slot, expanded: &expanded, onPath: &onPath, into: text)
         }
         if !graph.initializationOrder.isEmpty {
-            var header = "Initialization order"
-            if let total = graph.totalDuration { header += " (build took \(total.milliseconds))" }
-            lines.append(header + ":")
+            text.write("Initialization order")
+            if let total = graph.totalDuration {
+                text.write(" (build took ")
+                text.write(string: total.milliseconds)
+                text.write(")")
+            }
+            text.write(":\n")
             for (index, slot) in graph.initializationOrder.enumerated() {
-                let service = graph.services[slot]
-                var line = "  \(index + 1). \(service.name)"
-                if let factory = service.factoryDuration { line += "  factory \(factory.milliseconds)" }
-                if let didAdd = service.didAddDuration { line += ", didAdd \(didAdd.milliseconds)" }
-                lines.append(line)
+                text.write("  ")
+                text.write(number: index + 1)
+                text.write(". ")
+                text.write(string: graph.services[slot].name)
+                if let factory = graph.services[slot].factoryDuration {
+                    text.write("  factory ")
+                    text.write(string: factory.milliseconds)
+                }
+                if let didAdd = graph.services[slot].didAddDuration {
+                    text.write(", didAdd ")
+                    text.write(string: didAdd.milliseconds)
+                }
+                text.write("\n")
             }
         }
         if !graph.problems.isEmpty {
-            lines.append("Problems:")
+            text.write("Problems:\n")
             for (index, problem) in graph.problems.enumerated() {
-                lines.append("  \(index + 1). \(problem)")
+                text.write("  ")
+                text.write(number: index + 1)
+                text.write(". ")
+                text.write(string: problem.description)
+                text.write("\n")
             }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return text.string
     }
 
-    private func label(_ slot: Int) -> String {
+    /// `slot`'s line after its branch: name, value type, lifetime, site and marks.
+    private func label(_ slot: Int, into text: DumpText) {
         let service = graph.services[slot]
-        var text = "\(service.name): \(service.valueType) [\(service.lifetime)"
-        if let index = service.initializationIndex { text += ", #\(index + 1)" }
-        if service.isOverride { text += ", override" }
-        text += "] @ \(service.site)"
+        text.write(string: service.name)
+        text.write(": ")
+        text.write(string: service.valueType)
+        text.write(" [")
+        text.write(string: service.lifetime.description)
+        if let index = service.initializationIndex {
+            text.write(", #")
+            text.write(number: index + 1)
+        }
+        if service.isOverride { text.write(", override") }
+        text.write("] @ ")
+        text.write(string: service.site.fileID)
+        text.write(":")
+        text.write(number: service.site.line)
         switch service.mark {
-        case .rootCause: text += "  ✗ \(service.problemCodes.joined(separator: ", "))"
-        case .affected: text += "  (not built: depends on a problem)"
+        case .rootCause:
+            text.write("  ✗ ")
+            text.write(string: service.problemCodes.joined(separator: ", "))
+        case .affected: text.write("  (not built: depends on a problem)")
         case nil: break
         }
-        return text
+        text.write("\n")
     }
 
-    /// Prints `slot` and, the first time it appears, its dependencies; later appearances say so.
-    private func tree(
-        _ slot: Int,
-        prefix: String,
-        childPrefix: String,
-        expanded: inout [Bool],
-        path: Set<Int>,
-        into lines: inout [String]
-    ) {
-        if path.contains(slot) {
-            lines.append(prefix + "\(graph.services[slot].name) (cycle)")
-            return
-        }
-        if expanded[slot] {
-            lines.append(prefix + "\(graph.services[slot].name) (see above)")
-            return
-        }
-        expanded[slot] = true
-        lines.append(prefix + label(slot))
-        let dependencies = graph.services[slot].dependencies
-        for (index, dependency) in dependencies.enumerated() {
-            let isLast = index == dependencies.count - 1
-            let branch = childPrefix + (isLast ? "└─ " : "├─ ")
-            let next = childPrefix + (isLast ? "   " : "│  ")
-            guard let child = dependency.slot else {
-                lines.append(branch + "\(dependency.name) (missing provider)")
+    /// A service being expanded: which of its dependencies comes next, and how its children's lines
+    /// start.
+    private struct Frame {
+        let slot: Int
+        let depth: Int
+        let childPrefix: String
+        var next = 0
+    }
+
+    /// Prints `root` and, depth first, each dependency: expanded the first time it appears, "(see
+    /// above)" later, "(cycle)" when it is one of the services being expanded.
+    private func tree(from root: Int, expanded: inout [Bool], onPath: inout [Bool], into text: DumpText) {
+        label(root, into: text)
+        expanded[root] = true
+        onPath[root] = true
+        var stack = [Frame(slot: root, depth: 0, childPrefix: "")]
+        while let frame = stack.last {
+            let count = graph.dependencyCount(of: frame.slot)
+            guard frame.next < count else {
+                onPath[frame.slot] = false
+                stack.removeLast()
                 continue
             }
-            tree(child, prefix: branch, childPrefix: next, expanded: &expanded, path: path.union([slot]), into: &lines)
+            stack[stack.count - 1].next += 1
+            let isLast = frame.next == count - 1
+            let depth = frame.depth + 1
+            if depth > Self.maximumIndentedDepth && frame.next == 0 && depth == Self.maximumIndentedDepth + 1 {
+                text.write(string: frame.childPrefix)
+                text.write("┆ deeper than ")
+                text.write(number: Self.maximumIndentedDepth)
+                text.write(" levels: the tree goes on at this indentation, each line with its depth\n")
+            }
+            text.write(string: frame.childPrefix)
+            text.write(isLast ? "└─ " : "├─ ")
+            if depth > Self.maximumIndentedDepth {
+                text.write("(depth ")
+                text.write(number: depth)
+                text.write(") ")
+            }
+            switch graph.dependency(frame.next, of: frame.slot) {
+            case .missing(let position):
+                text.write(string: graph.missingKeys[position])
+                text.write(" (missing provider)\n")
+            case .service(let child) where onPath[child]:
+                text.write(string: graph.services[child].name)
+                text.write(" (cycle)\n")
+            case .service(let child) where expanded[child]:
+                text.write(string: graph.services[child].name)
+                text.write(" (see above)\n")
+            case .service(let child):
+                label(child, into: text)
+                expanded[child] = true
+                onPath[child] = true
+                let childPrefix =
+                    depth < Self.maximumIndentedDepth ? frame.childPrefix + (isLast ? "   " : "│  ") : frame.childPrefix
+                stack.append(Frame(slot: child, depth: depth, childPrefix: childPrefix))
+            }
         }
     }
 }
