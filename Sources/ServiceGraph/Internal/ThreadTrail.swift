@@ -21,42 +21,86 @@ import Darwin
 /// trail serves both halves.
 @usableFromInline
 enum ThreadTrail {
+    /// One transient being made, on the stack of the call that makes it.
+    @usableFromInline
+    struct Entry {
+        @usableFromInline
+        let owner: ObjectIdentifier
+        @usableFromInline
+        let slot: Int
+        /// The entry around this one; set by ``enter(_:of:)``.
+        @usableFromInline
+        var outer: UnsafeMutablePointer<Entry>?
+
+        @inlinable
+        init(slot: Int, of owner: AnyObject) {
+            self.owner = ObjectIdentifier(owner)
+            self.slot = slot
+            self.outer = nil
+        }
+    }
+
     /// Runs `body`, which makes the transient at `slot`, with it on the current thread's trail.
     ///
     /// - Throws: ``ServiceGraphError/Code/reentrantResolution`` when the current thread is already making
     ///   it; otherwise what `body` throws.
     /// - Complexity: O(1) outside any chain; O(*n*) in the number of synchronous chains the thread is
     ///   inside of (chains started by factories through captured graphs).
-    @usableFromInline
+    @inlinable
     static func making<Result>(_ slot: Int, of core: GraphCore, _ body: () throws -> Result) throws -> Result {
-        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-        let owner = ObjectIdentifier(core)
-        let outer = pthread_getspecific(key)?.assumingMemoryBound(to: Entry.self)
-        var node = outer
-        while let entry = node {
-            if entry.pointee.slot == slot && entry.pointee.owner == owner { throw core.reentrantError(slot) }
-            node = entry.pointee.outer
+        guard hasThreads else {
+            return try ResolutionTrail.current.withValue(try core.trail(entering: slot), operation: body)
         }
-        var entry = Entry(owner: owner, slot: slot, outer: outer)
+        var entry = Entry(slot: slot, of: core)
         return try withUnsafeMutablePointer(to: &entry) { entry in
-            pthread_setspecific(key, entry)
-            defer { pthread_setspecific(key, outer) }
+            try enter(entry, of: core)
+            defer { leave(entry) }
             return try body()
         }
+    }
+
+    /// Whether the platform has POSIX threads, and so this trail.
+    @inlinable
+    static var hasThreads: Bool {
+        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        true
         #else
-        return try ResolutionTrail.current.withValue(try core.trail(entering: slot), operation: body)
+        false
+        #endif
+    }
+
+    /// Makes `entry` the current thread's innermost entry, unless the thread is already making its
+    /// service.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/reentrantResolution``, leaving the trail as it was.
+    @usableFromInline
+    static func enter(_ entry: UnsafeMutablePointer<Entry>, of core: GraphCore) throws(ServiceGraphError) {
+        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        let outer = pthread_getspecific(key)?.assumingMemoryBound(to: Entry.self)
+        var node = outer
+        while let current = node {
+            if current.pointee.slot == entry.pointee.slot && current.pointee.owner == entry.pointee.owner {
+                throw core.reentrantError(entry.pointee.slot)
+            }
+            node = current.pointee.outer
+        }
+        entry.pointee.outer = outer
+        pthread_setspecific(key, entry)
+        #else
+        fatalError("ServiceGraph: no thread-local storage on this platform")
+        #endif
+    }
+
+    /// Makes the entry around `entry` the current thread's innermost again.
+    @usableFromInline
+    static func leave(_ entry: UnsafeMutablePointer<Entry>) {
+        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        pthread_setspecific(key, entry.pointee.outer)
         #endif
     }
 
     #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-    /// One transient being made, on the stack of the call that makes it.
-    private struct Entry {
-        let owner: ObjectIdentifier
-        let slot: Int
-        let outer: UnsafeMutablePointer<Entry>?
-    }
-
-    /// The thread-local slot holding the innermost ``Entry`` of the current thread.
+    /// The thread-local slot holding the current thread's innermost ``Entry``.
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
         let status = pthread_key_create(&key, nil)
