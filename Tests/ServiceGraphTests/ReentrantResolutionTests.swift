@@ -54,7 +54,7 @@ private final class Guard: Sendable {
 /// The outcome of `operation`, or nil when it has not finished within `limit`. A hung operation is
 /// abandoned, not awaited, so a deadlock fails the test instead of hanging the run.
 private func outcome<T: Sendable>(
-    within limit: Duration = .seconds(20),
+    within limit: Duration = .seconds(120),
     _ operation: @escaping @Sendable () async throws -> T
 ) async -> Result<T, any Error>? {
     let result = Locked<Result<T, any Error>?>(nil)

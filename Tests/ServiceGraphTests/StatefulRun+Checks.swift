@@ -275,7 +275,7 @@ extension StatefulRun {
             guard !owed.isEmpty else { continue }
             let names = owed.compactMap { providers[$0.label].map { name($0.key) } }
             // A weak reference reads nil as soon as the graph's deinit begins, before it reports.
-            _ = await waitUntil(within: .seconds(1)) {
+            _ = await waitUntil(within: .seconds(5)) {
                 !journal.events(of: graph.id, kind: .droppedWithoutShutdown).isEmpty
             }
             let events = journal.events(of: graph.id, kind: .droppedWithoutShutdown)

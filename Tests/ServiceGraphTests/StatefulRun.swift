@@ -69,9 +69,9 @@ final class StatefulRun: @unchecked Sendable {
     /// Instances whose cancelled cleanup was already reported (or allowed).
     var reportedCancellations: Set<Int> = []
     /// How long a hook or factory that hangs on purpose may run.
-    static let hangTimeout = Duration.milliseconds(100)
+    static let hangTimeout = Duration.milliseconds(250)
     /// How long a release that happens in the background may take before the test calls it a leak.
-    static let releaseDeadline = Duration.seconds(3)
+    static let releaseDeadline = Duration.seconds(15)
 
     init(seed: UInt64) {
         self.seed = seed
@@ -252,8 +252,8 @@ final class StatefulRun: @unchecked Sendable {
 
     /// Sets the timeouts the spec needs: short ones when something hangs on purpose.
     func applyTimeouts(to spec: inout GraphSpec, builder: inout ServiceGraph.Builder, generous: Bool) {
-        spec.hookTimeout = spec.hasHangingHook ? Self.hangTimeout : generous ? .seconds(2) : nil
-        spec.factoryTimeout = spec.hasHangingFactory ? Self.hangTimeout : generous ? .seconds(2) : nil
+        spec.hookTimeout = spec.hasHangingHook ? Self.hangTimeout : generous ? .seconds(10) : nil
+        spec.factoryTimeout = spec.hasHangingFactory ? Self.hangTimeout : generous ? .seconds(10) : nil
         builder.hookTimeout = spec.hookTimeout
         builder.factoryTimeout = spec.factoryTimeout
     }
@@ -317,7 +317,7 @@ final class StatefulRun: @unchecked Sendable {
                 spec.entries[.plain(index)]?.source = .alias(key)
             }
         }
-        let generous = original.spec.hookTimeout == .seconds(2) || original.spec.factoryTimeout == .seconds(2)
+        let generous = original.spec.hookTimeout == .seconds(10) || original.spec.factoryTimeout == .seconds(10)
         applyTimeouts(to: &spec, builder: &builder, generous: generous)
         var outcome = ""
         switch use {
@@ -483,7 +483,7 @@ final class StatefulRun: @unchecked Sendable {
         var builder = parentGraph.makeChildBuilder()
         var spec = GraphSpec.child(of: parent)
         for plan in additions { add(plan, into: &builder, spec: &spec) }
-        applyTimeouts(to: &spec, builder: &builder, generous: parent.spec.hookTimeout == .seconds(2))
+        applyTimeouts(to: &spec, builder: &builder, generous: parent.spec.hookTimeout == .seconds(10))
         var outcome = ""
         if shutDownParentFirst && !parent.isShutDown {
             outcome = "parent: " + (try await shutdownChecked(parent)) + "; "

@@ -5,7 +5,7 @@ import ServiceGraph
 /// cancelled and, if it does not end, left behind).
 enum StatefulWatchdog {
     /// Far longer than any operation takes (the slowest wait on purpose for a tenth of a second).
-    static let operationLimit = Duration.seconds(5)
+    static let operationLimit = Duration.seconds(30)
 
     struct Outcome {
         /// The failure, with the seed and the operations so far; nil when the sequence passed.
@@ -41,7 +41,7 @@ enum StatefulWatchdog {
         monitor.cancel()
         if message != nil {
             // Give a cancelled sequence a moment to end; one that does not is left behind.
-            let deadline = ContinuousClock.now + .seconds(2)
+            let deadline = ContinuousClock.now + .seconds(10)
             while !verdict.hasEnded && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         }
         let failure = message.map { message in

@@ -118,7 +118,7 @@ actor Barrier {
 /// timing assertion). The operation runs in a task of its own, so even one that ignores cancellation
 /// and never returns turns into a failure instead of a hung test run.
 func withDeadline<T: Sendable>(
-    _ limit: Duration = .seconds(20),
+    _ limit: Duration = .seconds(120),
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
