@@ -4,7 +4,10 @@ import Testing
 /// Chains of transients far deeper than a graph needs, resolved on the cooperative pool's threads (whose
 /// stacks are smaller than the main thread's): the resolve path must not use stack in proportion to the
 /// depth. Each test runs in an exit test, so a stack overflow fails the test instead of ending the run.
-@Suite("Deep chains")
+@Suite(
+    "Deep chains",
+    .enabled(if: !ProcessEnvironment.isSanitizerRun, "deep chains run in the plain run")
+)
 struct DeepChainTests {
     /// The depth every build must reach: 10,000 in debug, 100,000 in release.
     static var depth: Int {

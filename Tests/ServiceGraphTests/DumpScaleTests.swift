@@ -82,7 +82,8 @@ struct DumpScaleTests {
         }
     }
 
-    @Test func aHundredThousandDeepChainDumpsInEveryFormatInLinearSize() async throws {
+    @Test(.enabled(if: !ProcessEnvironment.isSanitizerRun, "100,000-service dumps run in the plain run"))
+    func aHundredThousandDeepChainDumpsInEveryFormatInLinearSize() async throws {
         let builders = (small: Self.chain(Self.small), large: Self.chain(Self.large))
         Self.expectLinear("builder of a chain") { large, format in
             (large ? builders.large : builders.small).dump(format)
@@ -95,7 +96,8 @@ struct DumpScaleTests {
         #expect(text.contains("(depth \(Self.large - 1)) \(HexKeys.name(0)): Int [singleton, #1]"))
     }
 
-    @Test func aFailedBuildOfAHundredThousandDeepChainDumpsInLinearSize() async throws {
+    @Test(.enabled(if: !ProcessEnvironment.isSanitizerRun, "100,000-service dumps run in the plain run"))
+    func aFailedBuildOfAHundredThousandDeepChainDumpsInLinearSize() async throws {
         var errors: [ServiceGraphError] = []
         for length in [Self.small, Self.large] {
             let error = await #expect(throws: ServiceGraphError.self) {
@@ -112,7 +114,8 @@ struct DumpScaleTests {
         #expect(text.contains("✗ factory failed"))
     }
 
-    @Test func aHundredThousandMemberCycleDumpsInEveryFormatInLinearSize() throws {
+    @Test(.enabled(if: !ProcessEnvironment.isSanitizerRun, "100,000-service dumps run in the plain run"))
+    func aHundredThousandMemberCycleDumpsInEveryFormatInLinearSize() throws {
         let builders = (small: Self.cycle(Self.small), large: Self.cycle(Self.large))
         // A cycle's problem names every member on one line: lines are not bounded.
         Self.expectLinear("builder of a cycle", boundedLines: false) { large, format in
