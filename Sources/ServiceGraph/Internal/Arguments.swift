@@ -42,6 +42,7 @@ struct Arguments {
 
     /// The next dependency's value, made without suspending.
     @inlinable
+    @inline(__always)
     mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
         let slot = Int(resolution.dependencySlots[position])
         position += 1

@@ -26,6 +26,8 @@ final class GraphCore: @unchecked Sendable {
     /// Whether top-level resolves send events (checked on the resolve path, so a plain flag).
     @usableFromInline
     let reportsResolves: Bool
+    /// Where `resolveSynchronously` keeps the services the current thread is making.
+    let threadTrail = ThreadTrail.Slot.shared
 
     // The flat resolution plan. Raw buffers, owned by the core and immutable after `init` (but for
     // the factories of singletons, released once the build is done), so reading them costs no

@@ -54,7 +54,7 @@ enum ThreadTrail {
         var entry = Entry(slot: slot, of: core)
         return try withUnsafeMutablePointer(to: &entry) { entry in
             try enter(entry, of: core)
-            defer { leave(entry) }
+            defer { leave(entry, of: core) }
             return try body()
         }
     }
@@ -76,6 +76,7 @@ enum ThreadTrail {
     @usableFromInline
     static func enter(_ entry: UnsafeMutablePointer<Entry>, of core: GraphCore) throws(ServiceGraphError) {
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        let key = core.threadTrail.key
         let outer = pthread_getspecific(key)?.assumingMemoryBound(to: Entry.self)
         var node = outer
         while let current = node {
@@ -93,19 +94,28 @@ enum ThreadTrail {
 
     /// Makes the entry around `entry` the current thread's innermost again.
     @usableFromInline
-    static func leave(_ entry: UnsafeMutablePointer<Entry>) {
+    static func leave(_ entry: UnsafeMutablePointer<Entry>, of core: GraphCore) {
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-        pthread_setspecific(key, entry.pointee.outer)
+        pthread_setspecific(core.threadTrail.key, entry.pointee.outer)
         #endif
     }
 
-    #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-    /// The thread-local slot holding the current thread's innermost ``Entry``.
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        guard status == 0 else { fatalError("ServiceGraph: no thread-local key left (pthread_key_create: \(status))") }
-        return key
-    }()
-    #endif
+    /// The thread-local slot holding the current thread's innermost ``Entry``: one for the process,
+    /// copied into each graph's core so that the resolve path reads a field, not a lazily made global.
+    struct Slot: Sendable {
+        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        let key: pthread_key_t
+
+        static let shared: Slot = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key, nil)
+            guard status == 0 else {
+                fatalError("ServiceGraph: no thread-local key left (pthread_key_create: \(status))")
+            }
+            return Slot(key: key)
+        }()
+        #else
+        static let shared = Slot()
+        #endif
+    }
 }
