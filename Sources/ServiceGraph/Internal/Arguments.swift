@@ -47,7 +47,7 @@ struct Arguments {
         let slot = Int(resolution.dependencySlots[position])
         position += 1
         guard depth < ResolutionPlan.recursionLimit else { return try deepValue(at: slot, as: Dependency.Value.self) }
-        return try resolution.valueNow(at: slot, as: Dependency.Value.self, in: scope, depth: depth + 1)
+        return try resolution.valueNow(at: slot, as: Dependency.Value.self, in: scope, depth: depth &+ 1)
     }
 
     /// The value at `slot` past the recursion limit: a singleton, the value prepared for this call, or

@@ -231,6 +231,7 @@ final class GraphCore: @unchecked Sendable {
     /// (``ThreadTrail``), so that a factory asking for it again, through a graph or scope it captured,
     /// gets ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
     @inlinable
+    @inline(__always)
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
         let resolution = self.resolution
         if let value = resolution.singleton(at: slot, as: Key.Value.self) {

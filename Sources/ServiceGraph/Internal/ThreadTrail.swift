@@ -74,6 +74,7 @@ enum ThreadTrail {
         var count: Int
         var capacity: Int
 
+        @inline(__always)
         mutating func append(_ entry: Entry) {
             if count == capacity {
                 let larger = UnsafeMutablePointer<Entry>.allocate(capacity: capacity * 2)
