@@ -122,9 +122,11 @@ public final class ServiceGraph: Sendable {
     /// Scoped services, and transients that depend on them, are resolved from a ``ServiceScope``.
     /// Runs on the caller's executor: resolving from an actor does not hop off it.
     ///
-    /// A chain may be of any depth: asynchronous resolution does not use the thread's stack for it, so
-    /// the depth is bounded by memory. A factory must not resolve the service it is making, directly or
-    /// through other services, from a graph it captured (see ``resolveSynchronously(_:)``).
+    /// A chain may be of any depth, bounded by memory, not by the thread's stack: a chain of synchronous
+    /// factories is made as ``resolveSynchronously(_:)`` makes it, without suspending, and asynchronous
+    /// factories do not use the thread's stack for the chain. A factory must not resolve the service it
+    /// is making, directly or through other services, from a graph it captured (see
+    /// ``resolveSynchronously(_:)``).
     ///
     /// - Throws: ``ServiceGraphError`` naming the key and, for a failing factory, its path;
     ///   ``ServiceGraphError/Code/reentrantResolution`` when a factory asks for the service it is

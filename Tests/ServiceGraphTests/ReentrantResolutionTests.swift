@@ -114,6 +114,11 @@ struct ReentrantResolutionTests {
         #expect(error.problems[0].path == ["Looping", "Looping"])
         #expect(error.description.contains("Looping was resolved again while it was being made"), "\(error)")
         #expect(calls.calls == 1)
+
+        // The failed attempt left nothing behind: the same resolve fails the same way, once more.
+        let again = try #require(throws: ServiceGraphError.self) { try graph.value.resolveSynchronously(Looping.self) }
+        #expect(again.problems[0].path == ["Looping", "Looping"])
+        #expect(calls.calls == 2)
     }
 
     @Test func anAsynchronousTransientThatResolvesItselfThrows() async throws {
@@ -241,6 +246,27 @@ struct ReentrantResolutionTests {
 
         #expect(try await graph.value.resolve(Outer.self) == 4)
         #expect(try graph.value.resolveSynchronously(Inner.self) == 2)
+    }
+
+    @Test func manyTasksResolvingThroughACapturedGraphAtOnceAreNotReentrant() async throws {
+        let graph = Captured<ServiceGraph>()
+        var builder = ServiceGraph.Builder()
+        builder.provide(Leaf.self, lifetime: .transient) { 1 }
+        builder.provide(Inner.self, lifetime: .transient) { try graph.value.resolveSynchronously(Leaf.self) + 1 }
+        builder.provide(Outer.self, lifetime: .transient) { try graph.value.resolveSynchronously(Inner.self) + 1 }
+        graph.fill(try await builder.build())
+        defer { graph.fill(nil) }
+
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<400 {
+                group.addTask {
+                    index.isMultiple(of: 2)
+                        ? try graph.value.resolveSynchronously(Outer.self) : try await graph.value.resolve(Outer.self)
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(total == 1_200)
     }
 
     @Test func manyTasksResolvingTheSameTransientAtOnceAreNotReentrant() async throws {

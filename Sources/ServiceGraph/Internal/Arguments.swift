@@ -42,11 +42,12 @@ struct Arguments {
 
     /// The next dependency's value, made without suspending.
     @inlinable
+    @inline(__always)
     mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
         let slot = Int(resolution.dependencySlots[position])
         position += 1
         guard depth < ResolutionPlan.recursionLimit else { return try deepValue(at: slot, as: Dependency.Value.self) }
-        return try resolution.valueNow(at: slot, as: Dependency.Value.self, in: scope, depth: depth + 1)
+        return try resolution.valueNow(at: slot, as: Dependency.Value.self, in: scope, depth: depth &+ 1)
     }
 
     /// The value at `slot` past the recursion limit: a singleton, the value prepared for this call, or

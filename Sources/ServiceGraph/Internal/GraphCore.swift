@@ -32,6 +32,8 @@ final class GraphCore: @unchecked Sendable {
     /// Whether top-level resolves send events (checked on the resolve path, so a plain flag).
     @usableFromInline
     let reportsResolves: Bool
+    /// Where `resolveSynchronously` keeps the services the current thread is making.
+    let threadTrail = ThreadTrail.Slot.shared
 
     // The flat resolution plan. Raw buffers, owned by the core and immutable after `init` (but for
     // the factories of singletons, released once the build is done), so reading them costs no
@@ -245,14 +247,20 @@ final class GraphCore: @unchecked Sendable {
     /// (``ThreadTrail``), so that a factory asking for it again, through a graph or scope it captured,
     /// gets ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
     @inlinable
+    @inline(__always)
     func valueNow<Key: ServiceKey>(at slot: Int, as key: Key.Type, in scope: ServiceScope?) throws -> Key.Value {
         let resolution = self.resolution
         if let value = resolution.singleton(at: slot, as: Key.Value.self) {
             return value
         }
-        return try ThreadTrail.making(slot, of: self) {
-            try resolution.valueNow(at: slot, as: Key.Value.self, in: scope, depth: 0)
+        guard ThreadTrail.hasThreads else {
+            return try ResolutionTrail.current.withValue(try trail(entering: slot)) {
+                try resolution.valueNow(at: slot, as: Key.Value.self, in: scope, depth: 0)
+            }
         }
+        let trail = try ThreadTrail.enter(slot, of: self)
+        defer { ThreadTrail.leave(trail) }
+        return try resolution.valueNow(at: slot, as: Key.Value.self, in: scope, depth: 0)
     }
 
     /// The value at `slot`, awaiting asynchronous factories and scoped instances: where `resolve` starts
@@ -271,13 +279,30 @@ final class GraphCore: @unchecked Sendable {
         if let value = singleton(at: slot, as: Key.Value.self) {
             return value
         }
-        if resolvesNow[slot] {
-            return try valueNow(at: slot, as: key, in: scope)
+        switch lifetimes[slot] {
+        case .transient:
+            if resolvesNow[slot] {
+                return try valueNow(at: slot, as: key, in: scope)
+            }
+            return try await makeTransient(entering: slot, as: key, in: scope)
+        case .scoped:
+            guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
+            return try await scope.instance(at: slot, as: key)
+        case .singleton:
+            // Only during a failed build; a built graph has every singleton.
+            throw requiresAwaitError(slot)
         }
-        guard lifetimes[slot] == .transient else {
-            return try await dependencyValue(at: slot, as: key, in: scope)
-        }
-        return try await ResolutionTrail.current.withValue(try trail(entering: slot)) {
+    }
+
+    /// Makes a new instance of the asynchronous transient at `slot` in its own entry of the task's
+    /// ``ResolutionTrail``.
+    @inlinable
+    nonisolated(nonsending) func makeTransient<Key: ServiceKey>(
+        entering slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        try await ResolutionTrail.current.withValue(try trail(entering: slot)) {
             try await makeTransient(at: slot, as: key, in: scope)
         }
     }

@@ -6,14 +6,14 @@ import Musl
 import Darwin
 #endif
 
-/// The transients the current thread is making synchronously, innermost first: the synchronous half of
+/// The transients the current thread is making synchronously, innermost last: the synchronous half of
 /// the ``ResolutionTrail``, for chains whose factories are all synchronous (`resolveSynchronously`, and
 /// `resolve` of such a chain).
 ///
 /// Synchronous code does not suspend, so such a chain runs to its end on one thread, and a thread-local
 /// trail is enough. It is far cheaper than the task-local one: pushing a task-local value costs about
-/// 85 ns (the runtime takes the task's status lock to check for a task group), a thread-local entry a
-/// few nanoseconds, and the entry lives on the stack of the call that makes the service.
+/// 85 ns (the runtime takes the task's status lock to check for a task group); entering and leaving
+/// this trail costs two thread-local reads and a store into a small per-thread buffer.
 ///
 /// The two halves never need each other: a synchronous factory can only resolve synchronous chains, which
 /// are all on this trail, and the task-local trail holds only asynchronous transients and scoped
@@ -21,44 +21,6 @@ import Darwin
 /// trail serves both halves.
 @usableFromInline
 enum ThreadTrail {
-    /// One transient being made, on the stack of the call that makes it.
-    @usableFromInline
-    struct Entry {
-        @usableFromInline
-        let owner: ObjectIdentifier
-        @usableFromInline
-        let slot: Int
-        /// The entry around this one; set by ``enter(_:of:)``.
-        @usableFromInline
-        var outer: UnsafeMutablePointer<Entry>?
-
-        @inlinable
-        init(slot: Int, of owner: AnyObject) {
-            self.owner = ObjectIdentifier(owner)
-            self.slot = slot
-            self.outer = nil
-        }
-    }
-
-    /// Runs `body`, which makes the transient at `slot`, with it on the current thread's trail.
-    ///
-    /// - Throws: ``ServiceGraphError/Code/reentrantResolution`` when the current thread is already making
-    ///   it; otherwise what `body` throws.
-    /// - Complexity: O(1) outside any chain; O(*n*) in the number of synchronous chains the thread is
-    ///   inside of (chains started by factories through captured graphs).
-    @inlinable
-    static func making<Result>(_ slot: Int, of core: GraphCore, _ body: () throws -> Result) throws -> Result {
-        guard hasThreads else {
-            return try ResolutionTrail.current.withValue(try core.trail(entering: slot), operation: body)
-        }
-        var entry = Entry(slot: slot, of: core)
-        return try withUnsafeMutablePointer(to: &entry) { entry in
-            try enter(entry, of: core)
-            defer { leave(entry) }
-            return try body()
-        }
-    }
-
     /// Whether the platform has POSIX threads, and so this trail.
     @inlinable
     static var hasThreads: Bool {
@@ -69,43 +31,99 @@ enum ThreadTrail {
         #endif
     }
 
-    /// Makes `entry` the current thread's innermost entry, unless the thread is already making its
-    /// service.
+    /// Puts the transient at `slot` of `core` on the current thread's trail; the caller passes the
+    /// trail it returns to ``leave(_:)`` once the transient is made or has failed.
     ///
-    /// - Throws: ``ServiceGraphError/Code/reentrantResolution``, leaving the trail as it was.
+    /// - Throws: ``ServiceGraphError/Code/reentrantResolution``, leaving the trail as it was, when the
+    ///   current thread is already making it.
+    /// - Complexity: O(1) outside any chain; O(*n*) in the number of synchronous chains the thread is
+    ///   inside of (chains started by factories through captured graphs); amortized O(1) allocation.
     @usableFromInline
-    static func enter(_ entry: UnsafeMutablePointer<Entry>, of core: GraphCore) throws(ServiceGraphError) {
+    static func enter(_ slot: Int, of core: GraphCore) throws(ServiceGraphError) -> UnsafeMutablePointer<Buffer> {
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-        let outer = pthread_getspecific(key)?.assumingMemoryBound(to: Entry.self)
-        var node = outer
-        while let current = node {
-            if current.pointee.slot == entry.pointee.slot && current.pointee.owner == entry.pointee.owner {
-                throw core.reentrantError(entry.pointee.slot)
-            }
-            node = current.pointee.outer
+        let trail = Buffer.current(core.threadTrail.key)
+        let owner = ObjectIdentifier(core)
+        for index in 0..<trail.pointee.count {
+            let entry = trail.pointee.entries[index]
+            if entry.slot == slot && entry.owner == owner { throw core.reentrantError(slot) }
         }
-        entry.pointee.outer = outer
-        pthread_setspecific(key, entry)
+        trail.pointee.append(Entry(owner: owner, slot: slot))
+        return trail
         #else
         fatalError("ServiceGraph: no thread-local storage on this platform")
         #endif
     }
 
-    /// Makes the entry around `entry` the current thread's innermost again.
+    /// Takes the innermost transient off the current thread's trail, which ``enter(_:of:)`` returned.
+    @inlinable
+    static func leave(_ trail: UnsafeMutablePointer<Buffer>) {
+        trail.pointee.count -= 1
+    }
+
+    /// One transient being made.
+    struct Entry {
+        let owner: ObjectIdentifier
+        let slot: Int
+    }
+
+    /// A thread's entries, innermost last, in memory the thread owns (freed when it exits).
     @usableFromInline
-    static func leave(_ entry: UnsafeMutablePointer<Entry>) {
+    struct Buffer {
+        var entries: UnsafeMutablePointer<Entry>
+        @usableFromInline
+        var count: Int
+        var capacity: Int
+
+        @inline(__always)
+        mutating func append(_ entry: Entry) {
+            if count == capacity {
+                let larger = UnsafeMutablePointer<Entry>.allocate(capacity: capacity * 2)
+                larger.moveInitialize(from: entries, count: count)
+                entries.deallocate()
+                entries = larger
+                capacity *= 2
+            }
+            (entries + count).initialize(to: entry)
+            count += 1
+        }
+
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-        pthread_setspecific(key, entry.pointee.outer)
+        /// The current thread's buffer, made on its first use.
+        static func current(_ key: pthread_key_t) -> UnsafeMutablePointer<Buffer> {
+            if let buffer = pthread_getspecific(key) { return buffer.assumingMemoryBound(to: Buffer.self) }
+            let buffer = UnsafeMutablePointer<Buffer>.allocate(capacity: 1)
+            buffer.initialize(to: Buffer(entries: .allocate(capacity: 8), count: 0, capacity: 8))
+            pthread_setspecific(key, buffer)
+            return buffer
+        }
         #endif
     }
 
-    #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
-    /// The thread-local slot holding the current thread's innermost ``Entry``.
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        guard status == 0 else { fatalError("ServiceGraph: no thread-local key left (pthread_key_create: \(status))") }
-        return key
-    }()
-    #endif
+    /// The thread-local slot holding each thread's ``Buffer``: one for the process, copied into each
+    /// graph's core so that the resolve path reads a field, not a lazily made global.
+    struct Slot: Sendable {
+        #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+        let key: pthread_key_t
+
+        static let shared: Slot = {
+            var key = pthread_key_t()
+            let status = pthread_key_create(&key) { buffer in
+                #if canImport(Darwin)
+                let buffer = buffer.assumingMemoryBound(to: Buffer.self)
+                #else
+                guard let buffer = buffer?.assumingMemoryBound(to: Buffer.self) else { return }
+                #endif
+                buffer.pointee.entries.deallocate()
+                buffer.deinitialize(count: 1)
+                buffer.deallocate()
+            }
+            guard status == 0 else {
+                fatalError("ServiceGraph: no thread-local key left (pthread_key_create: \(status))")
+            }
+            return Slot(key: key)
+        }()
+        #else
+        static let shared = Slot()
+        #endif
+    }
 }
