@@ -12,9 +12,14 @@ let package = Package(
     targets: [
         .target(name: "ServiceGraph"),
         .target(name: "ServiceGraphTesting", dependencies: ["ServiceGraph"]),
-        .testTarget(name: "ServiceGraphTests", dependencies: ["ServiceGraph", "KeyNameFixtures"]),
+        .testTarget(
+            name: "ServiceGraphTests",
+            dependencies: ["ServiceGraph", "KeyNameFixtures", "ServiceProtocolFixture"]
+        ),
         // Keys of a second module, for names that read alike across modules.
         .target(name: "KeyNameFixtures", dependencies: ["ServiceGraph"], path: "Tests/KeyNameFixtures"),
+        // A protocol named like swift-service-lifecycle's `Service`, to show the two names do not clash.
+        .target(name: "ServiceProtocolFixture", path: "Tests/ServiceProtocolFixture"),
         .testTarget(name: "ServiceGraphTestingTests", dependencies: ["ServiceGraph", "ServiceGraphTesting"]),
         .executableTarget(
             name: "CompositionRoot",

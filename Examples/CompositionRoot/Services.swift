@@ -1,7 +1,7 @@
 import ServiceGraph
 
 // The services of a small sign-up backend. Nothing here knows about ServiceGraph except through
-// `LifecycleHooks` and `Service`; the wiring lives in `Wiring.swift`.
+// `LifecycleHooks` and `Injectable`; the wiring lives in `Wiring.swift`.
 
 struct AppConfig: Sendable {
     var appName = "signup-demo"
@@ -102,8 +102,8 @@ final class EmailOutbox: LifecycleHooks {
     func willRemove() async throws { journal.record("willRemove EmailOutbox (flushed \(pending.count) mails)") }
 }
 
-/// Signs users up. A `Service`: it declares its dependencies, so it is provided without a closure.
-struct SignupService: Service {
+/// Signs users up. `Injectable`: it declares its dependencies, so it is provided without a closure.
+struct SignupService: Injectable {
     typealias Dependencies = Needs<UserRepositoryKey, EmailOutboxKey, ClockKey>
 
     let repository: UserRepository

@@ -44,7 +44,7 @@ struct IsolatedGraphTests {
         let error = await #expect(throws: ServiceGraphError.self) {
             try await withIsolatedGraph(builder) { _ in }
         }
-        #expect(error?.code == .willRemoveFailed)
+        #expect(error?.codes == [.willRemoveFailed])
     }
 }
 

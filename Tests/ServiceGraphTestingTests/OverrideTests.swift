@@ -39,7 +39,7 @@ struct OverrideTests {
         var test = SampleApp.builder()
         test.override(Unknown.self) { 1 }
         let error = try #require(throws: ServiceGraphError.self) { try test.validate() }
-        #expect(error.code == .overrideOfUnknownKey)
+        #expect(error.codes == [.overrideOfUnknownKey])
     }
 
     @Test func anOverrideKeepsTheLifetimeOfTheProviderItReplaces() async throws {

@@ -110,7 +110,7 @@ struct BuildFailureTests {
         build.cancel()
         let result = await build.result
         let error = try #require(throws: ServiceGraphError.self) { try result.get() }
-        #expect(error.code == .buildCancelled)
+        #expect(error.codes == [.buildCancelled])
         #expect(log.count(of: "willRemove D") == 1)
         #expect(registry.alive == 0)
     }

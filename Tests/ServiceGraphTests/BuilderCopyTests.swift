@@ -51,7 +51,7 @@ struct BuilderCopyTests {
         var copy = base
         copy.override(NeverProvidedKey.self, with: "typo")
         let error = try #require(throws: ServiceGraphError.self) { try copy.validate() }
-        #expect(error.code == .overrideOfUnknownKey)
+        #expect(error.codes == [.overrideOfUnknownKey])
         #expect(error.problems[0].key.contains("NeverProvidedKey"))
         try base.validate()
     }

@@ -101,10 +101,10 @@ struct ConcurrencyStressTests {
                             note("ok")
                         } catch let error as ServiceGraphError {
                             #expect(
-                                [.graphShutDown, .scopeClosed].contains(error.code),
+                                error.codes == [.graphShutDown] || error.codes == [.scopeClosed],
                                 "worker \(worker): \(error)"
                             )
-                            note(error.code.description)
+                            note(error.codes.map(\.description).joined(separator: ", "))
                         } catch {
                             Issue.record("worker \(worker): unexpected \(error)")
                         }
@@ -120,7 +120,7 @@ struct ConcurrencyStressTests {
         #expect(counted.values.reduce(0, +) == 16 * 50)
         // After shutdown nothing is resolved: a clear error instead.
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.resolve(PriceKey.self) }
-        #expect(error?.code == .graphShutDown)
+        #expect(error?.codes == [.graphShutDown])
         #expect(throws: ServiceGraphError.self) { try graph.makeScope() }
     }
 

@@ -24,7 +24,7 @@ struct FactoryTimeoutTests {
         let error = try await withDeadline { [builder] in
             try await #require(throws: ServiceGraphError.self) { _ = try await builder.build() }
         }
-        #expect(error.code == .factoryTimedOut)
+        #expect(error.codes == [.factoryTimedOut])
         #expect(error.problems[0].key == "HangingKey")
         #expect(error.problems[0].path == ["ServiceB", "HangingKey"])
         #expect(error.description.contains("did not finish within"))
@@ -52,7 +52,7 @@ struct FactoryTimeoutTests {
         let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { _ = try await scope.resolve(CartKey.self) }
         }
-        #expect(error?.code == .factoryTimedOut)
+        #expect(error?.codes == [.factoryTimedOut])
         #expect(error?.problems.first?.path.map { $0.hasSuffix("SessionKey") } == [false, true])
         #expect(try await scope.resolve(CartKey.self) == "cart of 7", "a later resolve tries again")
         try await withDeadline { try await scope.close() }
@@ -87,7 +87,7 @@ struct FactoryTimeoutTests {
         let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { _ = try await build.value }
         }
-        #expect(error?.code == .buildCancelled)
+        #expect(error?.codes == [.buildCancelled])
         #expect(log.count(of: "willRemove A") == 0, "the abandoned factory may still be using A")
         await gate.open()
         try await log.waitFor("willRemove A")
@@ -120,7 +120,7 @@ struct FactoryTimeoutTests {
         let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { _ = try await build.value }
         }
-        #expect(error?.code == .buildCancelled)
+        #expect(error?.codes == [.buildCancelled])
         #expect(log.count(of: "willRemove A") == 0, "the abandoned didAdd may still be using A")
         await gate.open()
         try await log.waitFor("willRemove A")

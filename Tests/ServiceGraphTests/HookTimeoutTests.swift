@@ -65,7 +65,7 @@ struct HookTimeoutTests {
         build.cancel()
         let result = await build.result
         let error = try #require(throws: ServiceGraphError.self) { try result.get() }
-        #expect(error.code == .buildCancelled)
+        #expect(error.codes == [.buildCancelled])
         #expect(recorder.count(of: .willRemove(0)) == 1)
         #expect(recorder.count(of: .willRemove(1)) == 0)
         #expect(recorder.alive == 0)

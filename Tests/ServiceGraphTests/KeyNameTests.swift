@@ -127,7 +127,7 @@ struct KeyNameTests {
         let error = try #require(throws: ServiceGraphError.self) {
             try graph.resolveSynchronously(KeyNameFixtures.ConfigKey.self)
         }
-        #expect(error.code == .keyNotFound)
+        #expect(error.codes == [.keyNotFound])
         #expect(
             error.problems[0].message
                 == "KeyNameFixtures.ConfigKey is not in this graph; closest keys: ServiceGraphTests.ConfigKey"

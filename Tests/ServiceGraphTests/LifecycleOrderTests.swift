@@ -91,7 +91,7 @@ struct LifecycleOrderTests {
         let graph = try await chain(log).build()
         try await graph.shutdown()
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.resolve(ServiceA.self) }
-        #expect(error?.code == .graphShutDown)
+        #expect(error?.codes == [.graphShutDown])
         #expect(error?.description.contains("ServiceA was asked for after the graph was shut down") == true)
         #expect(throws: ServiceGraphError.self) { try graph.makeScope() }
     }

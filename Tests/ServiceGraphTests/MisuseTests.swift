@@ -66,7 +66,7 @@ struct MisuseTests {
     func misuseGivesAClearError(_ misuse: Case) async throws {
         let graph = try await graph()
         let error = await #expect(throws: ServiceGraphError.self) { try await misuse.run(graph) }
-        #expect(error?.code == misuse.code)
+        #expect(error?.codes == [misuse.code])
         #expect(error?.description.contains(misuse.message) == true, "\(String(describing: error))")
     }
 
@@ -76,7 +76,7 @@ struct MisuseTests {
         let line = #line + 1
         builder.override(Absent.self) { 2 }
         let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
-        #expect(error.code == .overrideOfUnknownKey)
+        #expect(error.codes == [.overrideOfUnknownKey])
         #expect(error.description.contains("Absent is overridden but was never provided"))
         #expect(error.problems[0].site?.line == line)
     }

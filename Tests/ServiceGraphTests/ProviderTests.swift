@@ -14,7 +14,7 @@ private enum Sum: ServiceKey { typealias Value = [Int] }
 private enum Label: ServiceKey { typealias Value = String }
 private enum Pair: ServiceKey { typealias Value = (Int, String) }
 
-private struct Greeter: Service {
+private struct Greeter: Injectable {
     typealias Dependencies = Needs<Label, K1>
     let text: String
 
@@ -23,13 +23,13 @@ private struct Greeter: Service {
     }
 }
 
-private struct Lonely: Service {
+private struct Lonely: Injectable {
     let made = true
 
     init(dependencies: ()) {}
 }
 
-private struct Echo: Service {
+private struct Echo: Injectable {
     typealias Dependencies = Needs<Label>
     let text: String
 
@@ -134,8 +134,9 @@ struct ProviderTests {
         original.provide(K1.self) { 1 }
         var copy = original
         copy.provide(K2.self) { 2 }
-        #expect(original.count == 1)
-        #expect(copy.count == 2)
+        let copied = try await copy.build()
+        #expect(copied[K2.self] == 2)
+        try await copied.shutdown()
         let graph = try await original.build()
         #expect(throws: ServiceGraphError.self) { try graph.resolveSynchronously(K2.self) }
     }

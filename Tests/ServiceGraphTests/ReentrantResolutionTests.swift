@@ -108,7 +108,7 @@ struct ReentrantResolutionTests {
         defer { graph.fill(nil) }
 
         let error = try #require(throws: ServiceGraphError.self) { try graph.value.resolveSynchronously(Looping.self) }
-        #expect(error.code == .reentrantResolution)
+        #expect(error.codes == [.reentrantResolution])
         #expect(error.problems.count == 1)
         #expect(error.problems[0].key == "Looping")
         #expect(error.problems[0].path == ["Looping", "Looping"])
@@ -134,7 +134,7 @@ struct ReentrantResolutionTests {
         defer { graph.fill(nil) }
 
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.value.resolve(Looping.self) }
-        #expect(error?.code == .reentrantResolution)
+        #expect(error?.codes == [.reentrantResolution])
         #expect(error?.problems.first?.path == ["Looping", "Looping"])
         #expect(calls.calls == 1)
     }
@@ -155,7 +155,7 @@ struct ReentrantResolutionTests {
         defer { graph.fill(nil) }
 
         let error = try #require(throws: ServiceGraphError.self) { try graph.value.resolveSynchronously(Pong.self) }
-        #expect(error.code == .reentrantResolution)
+        #expect(error.codes == [.reentrantResolution])
         #expect(error.problems[0].key == "Pong")
         #expect(error.problems[0].path == ["Pong", "Ping", "Pong"])
         #expect(calls.calls == 2)
@@ -177,7 +177,7 @@ struct ReentrantResolutionTests {
         defer { graph.fill(nil) }
 
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.value.resolve(Ping.self) }
-        #expect(error?.code == .reentrantResolution)
+        #expect(error?.codes == [.reentrantResolution])
         #expect(error?.problems.first?.key == "Ping")
         #expect(error?.problems.first?.path == ["Ping", "Pong", "Ping"])
         #expect(calls.calls == 2)
@@ -200,7 +200,7 @@ struct ReentrantResolutionTests {
 
         // Entered with `resolve`, re-entered with `resolveSynchronously`: both count.
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.value.resolve(Pong.self) }
-        #expect(error?.code == .reentrantResolution)
+        #expect(error?.codes == [.reentrantResolution])
         #expect(error?.problems.first?.key == "Pong")
         #expect(error?.problems.first?.path == ["Pong", "Ping", "Pong"])
         #expect(calls.calls == 2)
@@ -222,7 +222,7 @@ struct ReentrantResolutionTests {
         defer { graph.fill(nil) }
 
         let error = try #require(throws: ServiceGraphError.self) { try graph.value.resolveSynchronously(Outer.self) }
-        #expect(error.code == .reentrantResolution)
+        #expect(error.codes == [.reentrantResolution])
         #expect(error.problems[0].path == ["Outer", "Inner", "Inner", "Inner"])
         #expect(calls.calls == 2)
     }
@@ -300,7 +300,7 @@ struct ReentrantResolutionTests {
         defer { scope.fill(nil) }
 
         let error = graphError(await outcome { try await scope.value.resolve(Looping.self) })
-        #expect(error?.code == .reentrantResolution)
+        #expect(error?.codes == [.reentrantResolution])
         #expect(error?.problems.first?.key == "Looping")
         #expect(error?.problems.first?.path == ["Looping", "Looping"])
         #expect(calls.calls == 1)
@@ -331,7 +331,7 @@ struct ReentrantResolutionTests {
         defer { scope.fill(nil) }
 
         let error = graphError(await outcome { try await scope.value.resolve(Ping.self) })
-        #expect(error?.code == .reentrantResolution)
+        #expect(error?.codes == [.reentrantResolution])
         #expect(error?.problems.first?.key == "Ping")
         #expect(error?.problems.first?.path == ["Ping", "Pong", "Ping"])
         #expect(calls.calls == 2)
@@ -361,7 +361,7 @@ struct ReentrantResolutionTests {
         defer { scope.fill(nil) }
 
         let error = graphError(await outcome { try await scope.value.resolve(Outer.self) })
-        #expect(error?.code == .reentrantResolution)
+        #expect(error?.codes == [.reentrantResolution])
         #expect(error?.problems.first?.path == ["Outer", "Inner", "Outer"])
         let closed = await outcome { try await scope.value.close() }
         #expect(closed != nil, "close() did not return")
@@ -377,9 +377,9 @@ struct ReentrantResolutionTests {
         defer { scope.fill(nil) }
 
         let error = graphError(await outcome { try await scope.value.resolve(Greedy.self) })
-        #expect(error?.code == .didAddFailed)
+        #expect(error?.codes == [.didAddFailed])
         let cause = error?.problems.first?.underlyingError as? ServiceGraphError
-        #expect(cause?.code == .reentrantResolution)
+        #expect(cause?.codes == [.reentrantResolution])
         #expect(cause?.problems.first?.key == "Greedy")
         let plain = await outcome { try await scope.value.resolve(Plain.self) }
         #expect(try plain?.get() == 7)

@@ -58,7 +58,7 @@ struct ResolveTests {
     @Test func asyncChainsRefuseSynchronousResolutionWithAClearError() async throws {
         let graph = try await builder(Tally()).build()
         let error = try #require(throws: ServiceGraphError.self) { try graph.resolveSynchronously(NeedsSlow.self) }
-        #expect(error.code == .requiresAwait)
+        #expect(error.codes == [.requiresAwait])
         #expect(error.description.contains("NeedsSlow cannot be resolved synchronously"))
         #expect(error.description.contains("async"))
     }
@@ -66,7 +66,7 @@ struct ResolveTests {
     @Test func aMissingKeyThrowsNamingItAndTheClosestKeys() async throws {
         let graph = try await builder(Tally()).build()
         let error = await #expect(throws: ServiceGraphError.self) { try await graph.resolve(Unregistered.self) }
-        #expect(error?.code == .keyNotFound)
+        #expect(error?.codes == [.keyNotFound])
         #expect(error?.problems.first?.key == "Unregistered")
         let message = error?.description ?? ""
         #expect(message.contains("Unregistered is not in this graph"))
@@ -91,7 +91,7 @@ struct ResolveTests {
             try #require(throws: ServiceGraphError.self) { try graph.resolveSynchronously(Top.self) },
             try #require(await #expect(throws: ServiceGraphError.self) { try await graph.resolve(Top.self) }),
         ] {
-            #expect(error.code == .factoryFailed)
+            #expect(error.codes == [.factoryFailed])
             #expect(error.problems[0].key == "Broken")
             #expect(error.problems[0].path == ["Top", "Middle", "Broken"])
             #expect(error.problems[0].underlyingError as? TestFailure == TestFailure("no luck"))
@@ -105,12 +105,12 @@ struct ResolveTests {
         builder.provide(OtherIntKey.self, lifetime: .transient, dependsOn: IntKey.self) { $0 }
         let graph = try await builder.build()
         let scoped = await #expect(throws: ServiceGraphError.self) { try await graph.resolve(IntKey.self) }
-        #expect(scoped?.code == .wrongLifetime)
+        #expect(scoped?.codes == [.wrongLifetime])
         #expect(scoped?.description.contains("IntKey is scoped; resolve it from a ServiceScope") == true)
         let dependent = try #require(throws: ServiceGraphError.self) {
             try graph.resolveSynchronously(OtherIntKey.self)
         }
-        #expect(dependent.code == .wrongLifetime)
+        #expect(dependent.codes == [.wrongLifetime])
     }
 
     @Test func concurrentResolvesFromManyTasks() async throws {

@@ -74,10 +74,10 @@ struct ScopeTests {
         let scope = try graph.makeScope()
         try await scope.close()
         let resolveError = await #expect(throws: ServiceGraphError.self) { try await scope.resolve(Session.self) }
-        #expect(resolveError?.code == .scopeClosed)
+        #expect(resolveError?.codes == [.scopeClosed])
         #expect(resolveError?.description.contains("already closed") == true)
         let closeError = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
-        #expect(closeError?.code == .scopeClosed)
+        #expect(closeError?.codes == [.scopeClosed])
         try await graph.shutdown()
     }
 
@@ -102,7 +102,7 @@ struct ScopeTests {
         let graph = try await builder.build()
         let scope = try graph.makeScope()
         let error = await #expect(throws: ServiceGraphError.self) { try await scope.resolve(IntKey.self) }
-        #expect(error?.code == .factoryFailed)
+        #expect(error?.codes == [.factoryFailed])
         #expect(error?.problems.first?.key == "IntKey")
         #expect(try await scope.resolve(IntKey.self) == 7)
         try await scope.close()

@@ -17,7 +17,7 @@ extension StatefulRun {
             guard model.isShutDown else {
                 throw ModelViolation("scope: \(model.name).makeScope() threw \(summary(error.problems))")
             }
-            guard error.code == .graphShutDown else {
+            guard error.codes == [.graphShutDown] else {
                 throw ModelViolation("error: makeScope() on shut-down \(model.name) threw \(summary(error.problems))")
             }
             return "graphShutDown"
@@ -163,13 +163,13 @@ extension StatefulRun {
         }
         try checkRemoved(owed, by: "close of \(model.name)")
         if delay != nil {
-            var again: ServiceGraphError.Code?
+            var again: [ServiceGraphError.Code] = []
             do throws(ServiceGraphError) {
                 try await scope.close()
             } catch {
-                again = error.code
+                again = error.codes
             }
-            if again != .scopeClosed {
+            if again != [.scopeClosed] {
                 throw ModelViolation("close: closing \(model.name) again did not throw scopeClosed")
             }
         }

@@ -237,7 +237,7 @@ extension StatefulRun {
                 lines.append("\(key): \(summary)")
             case .resolved(let index, .failure(let error)):
                 let key = resolves[index].0
-                let code = (error as? ServiceGraphError)?.code
+                let code = (error as? ServiceGraphError)?.problems.first?.code
                 let allowed: ExpectedProblem
                 if let failure = expected[index], failure.code == code {
                     allowed = failure

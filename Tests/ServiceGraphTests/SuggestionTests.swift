@@ -78,7 +78,7 @@ struct SuggestionTests {
         var caught: ServiceGraphError?
         do { _ = try graph.resolveSynchronously(Absent.self) } catch { caught = error as? ServiceGraphError }
         let error = try #require(caught)
-        #expect(error.code == .keyNotFound)
+        #expect(error.codes == [.keyNotFound])
         #expect(error.problems[0].key == "Absent")
         #expect(nameReads.load(ordering: .relaxed) == before, "a miss reads no key name")
 

@@ -30,7 +30,7 @@ struct ValidationTests {
         builder.provide(A.self) { calls.increment() }
         builder.provide(B.self, dependsOn: Absent.self) { _ in calls.increment() }
         let error = await #expect(throws: ServiceGraphError.self) { try await builder.build() }
-        #expect(error?.code == .missingProvider)
+        #expect(error?.codes == [.missingProvider])
         #expect(calls.count == 0)
     }
 

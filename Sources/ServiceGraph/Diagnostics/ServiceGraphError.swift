@@ -29,8 +29,11 @@ public struct ServiceGraphError: Error, Sendable, CustomStringConvertible {
         self.snapshot = nil
     }
 
-    /// The code of the first problem, for errors that carry a single one.
-    public var code: Code { problems[0].code }
+    /// The code of each problem, in the order of ``problems``.
+    ///
+    /// An error from resolving or building carries one problem; one from validation may carry
+    /// several. Compare the whole list (`error.codes == [.cycle]`) or ask ``contains(_:)``.
+    public var codes: [Code] { problems.map(\.code) }
 
     /// Whether any problem has the given code.
     public func contains(_ code: Code) -> Bool {

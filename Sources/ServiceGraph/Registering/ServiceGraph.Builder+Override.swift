@@ -15,6 +15,8 @@ extension ServiceGraph.Builder {
     ///   - key: The key whose provider to replace.
     ///   - lifetime: The override's lifetime; by default the one of the provider it replaces.
     ///   - dependencies: The keys whose values the factory receives.
+    ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
+    ///   - line: The line of the registration; the caller's line by default.
     ///   - factory: Makes the replacement from its dependencies' values.
     @inlinable
     public mutating func override<Key: ServiceKey, each Dependency: ServiceKey>(

@@ -57,9 +57,6 @@ extension ServiceGraph {
 
         /// Creates an empty builder.
         public init() {}
-
-        /// The number of `provide` and `override` calls recorded so far.
-        public var count: Int { registrations.count }
     }
 }
 
@@ -73,6 +70,8 @@ extension ServiceGraph.Builder {
     ///   - key: The key this provider provides.
     ///   - lifetime: How long an instance lives; ``Lifetime/singleton`` by default.
     ///   - dependencies: The keys whose values the factory receives.
+    ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
+    ///   - line: The line of the registration; the caller's line by default.
     ///   - factory: Makes the service from its dependencies' values.
     @inlinable
     public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
@@ -101,6 +100,8 @@ extension ServiceGraph.Builder {
     ///   - key: The key this provider provides.
     ///   - lifetime: How long an instance lives; ``Lifetime/singleton`` by default.
     ///   - dependencies: The keys whose values the factory receives.
+    ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
+    ///   - line: The line of the registration; the caller's line by default.
     ///   - factory: Makes the service from its dependencies' values.
     @inlinable
     public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
@@ -122,8 +123,8 @@ extension ServiceGraph.Builder {
         )
     }
 
-    /// Provides a ``Service`` under its own type, made by its `init(dependencies:)`.
-    public mutating func provide<S: Service>(
+    /// Provides a ``Injectable`` under its own type, made by its `init(dependencies:)`.
+    public mutating func provide<S: Injectable>(
         _ service: S.Type,
         lifetime: Lifetime = .singleton,
         fileID: StaticString = #fileID,
@@ -134,10 +135,10 @@ extension ServiceGraph.Builder {
         }
     }
 
-    /// Provides `key` with a ``Service`` made by its `init(dependencies:)`.
+    /// Provides `key` with a ``Injectable`` made by its `init(dependencies:)`.
     ///
     /// Use this to provide the same service type under several keys.
-    public mutating func provide<Key: ServiceKey, S: Service>(
+    public mutating func provide<Key: ServiceKey, S: Injectable>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
         using service: S.Type,

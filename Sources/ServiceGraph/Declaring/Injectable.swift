@@ -1,10 +1,10 @@
 /// A service that declares its own dependencies, so it can be provided without a closure.
 ///
-/// A `Service` is its own key: its `Value` is itself, and other providers depend on it by naming the
+/// An `Injectable` service is its own key: its `Value` is itself, and other providers depend on it by naming the
 /// type. Its dependencies are an associated ``DependencyList``, usually ``Needs``:
 ///
 /// ```swift
-/// struct SignupService: Service {
+/// struct SignupService: Injectable {
 ///     typealias Dependencies = Needs<DatabaseKey, LoggerKey>
 ///     let database: any Database
 ///     let logger: any AppLogger
@@ -18,7 +18,7 @@
 /// ```
 ///
 /// With one dependency, `dependencies` is that value; with none, it is `()`.
-public protocol Service: ServiceKey where Value == Self {
+public protocol Injectable: ServiceKey where Value == Self {
     /// The keys this service needs, in the order its initializer receives their values.
     associatedtype Dependencies: DependencyList = Needs<>
 
@@ -26,7 +26,7 @@ public protocol Service: ServiceKey where Value == Self {
     init(dependencies: Dependencies.Values) throws
 }
 
-/// A list of service keys whose values a ``Service`` receives together.
+/// A list of service keys whose values an ``Injectable`` service receives together.
 ///
 /// ``Needs`` is the list to use; the requirement below is how the builder registers it.
 public protocol DependencyList {
@@ -36,6 +36,7 @@ public protocol DependencyList {
     /// Registers `make` as the provider of `key`, depending on this list's keys.
     ///
     /// Not API: called by ``ServiceGraph/Builder/provide(_:lifetime:fileID:line:)``.
+    @_documentation(visibility: private)
     static func _register<Key: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime,
@@ -46,13 +47,16 @@ public protocol DependencyList {
     )
 }
 
-/// The keys a ``Service`` depends on: `Needs<DatabaseKey, LoggerKey>`.
+/// The keys an ``Injectable`` service depends on: `Needs<DatabaseKey, LoggerKey>`.
+///
+/// Only a type: it names a list of keys and is never made.
 public struct Needs<each Key: ServiceKey>: DependencyList {
     public typealias Values = (repeat (each Key).Value)
 
-    @usableFromInline
-    init() {}
+    /// Private, so that no value is ever made (a parameter pack cannot be a caseless enum's).
+    private init() {}
 
+    @_documentation(visibility: private)
     @inlinable
     public static func _register<Provided: ServiceKey>(
         _ key: Provided.Type,
