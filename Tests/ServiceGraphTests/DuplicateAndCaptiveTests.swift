@@ -28,9 +28,8 @@ struct DuplicateAndCaptiveTests {
     @Test(arguments: [
         (Lifetime.singleton, Lifetime.scoped),
         (Lifetime.singleton, Lifetime.transient),
-        (Lifetime.scoped, Lifetime.transient),
     ])
-    func longerLivedServiceMayNotCaptureAShorterLivedOne(holder: Lifetime, captive: Lifetime) throws {
+    func aSingletonMayNotCaptureAScopedOrTransientService(holder: Lifetime, captive: Lifetime) throws {
         var builder = ServiceGraph.Builder()
         builder.provide(Request.self, lifetime: captive) { 1 }
         let line = #line + 1
@@ -51,8 +50,9 @@ struct DuplicateAndCaptiveTests {
         (Lifetime.transient, Lifetime.scoped),
         (Lifetime.scoped, Lifetime.scoped),
         (Lifetime.transient, Lifetime.transient),
+        (Lifetime.scoped, Lifetime.transient),
     ])
-    func shorterOrEqualLivedDependentsAreFine(holder: Lifetime, dependency: Lifetime) throws {
+    func dependenciesThatCannotOutliveTheirHolderAreFine(holder: Lifetime, dependency: Lifetime) throws {
         var builder = ServiceGraph.Builder()
         builder.provide(Request.self, lifetime: dependency) { 1 }
         builder.provide(Cache.self, lifetime: holder, dependsOn: Request.self) { $0 }

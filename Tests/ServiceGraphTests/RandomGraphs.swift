@@ -42,14 +42,12 @@ enum ProcessEnvironment {
 }
 
 extension Lifetime {
-    /// How long a lifetime lasts, the reference's own way: a service may depend only on services that
-    /// last at least as long.
-    var referenceRank: Int {
-        switch self {
-        case .singleton: 3
-        case .scoped: 2
-        case .transient: 1
-        }
+    /// Whether a service of this lifetime may depend on one of `dependency`'s, the reference's own
+    /// way: a singleton outlives every scope and instance, so it may hold only singletons; a scoped
+    /// service owns what it makes for its scope, and a transient is made anew each time, so both may
+    /// hold anything.
+    func referenceMayDepend(on dependency: Lifetime) -> Bool {
+        self != .singleton || dependency == .singleton
     }
 }
 
@@ -114,7 +112,7 @@ struct RandomGraph: CustomStringConvertible {
         let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
         var dependencies: [[Int]] = []
         for index in 0..<count {
-            let candidates = (0..<index).filter { lifetimes[$0].referenceRank >= lifetimes[index].referenceRank }
+            let candidates = (0..<index).filter { lifetimes[index].referenceMayDepend(on: lifetimes[$0]) }
             var targets: [Int] = []
             for _ in 0..<Int.random(in: 0...3, using: &random) where !candidates.isEmpty {
                 let target = candidates.randomElement(using: &random)!
@@ -200,7 +198,7 @@ struct ReferenceValidation {
             for target in graph.dependencies[index] {
                 if target >= graph.count {
                     missing.append(Pair(first: name(index), second: name(target)))
-                } else if graph.lifetimes[index].referenceRank > graph.lifetimes[target].referenceRank {
+                } else if !graph.lifetimes[index].referenceMayDepend(on: graph.lifetimes[target]) {
                     captive.append(Pair(first: name(index), second: name(target)))
                 }
             }

@@ -118,3 +118,33 @@ struct ScopeTests {
         try await scope.close()
     }
 }
+
+private enum RequestID: ServiceKey { typealias Value = Int }
+private enum RequestContext: ServiceKey { typealias Value = Int }
+
+@Suite("Scoped services holding transients")
+struct ScopedHoldingTransientTests {
+    @Test func aScopedServiceGetsItsOwnTransientOncePerScope() async throws {
+        let made = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.provide(RequestID.self, lifetime: .transient) { made.increment() }
+        builder.provide(RequestContext.self, lifetime: .scoped, dependsOn: RequestID.self) { $0 }
+        try builder.validate()
+        let graph = try await builder.build()
+
+        let first = try graph.makeScope()
+        let held = try await first.resolve(RequestContext.self)
+        #expect(try await first.resolve(RequestContext.self) == held)  // the scope keeps its instance
+        let fresh = try await first.resolve(RequestID.self)
+        #expect(fresh != held)  // the transient is still new on every resolve
+
+        let second = try graph.makeScope()
+        let other = try await second.resolve(RequestContext.self)
+        #expect(other != held)  // each scope's instance got its own transient
+        #expect(made.count == 3)
+
+        try await first.close()
+        try await second.close()
+        try await graph.shutdown()
+    }
+}

@@ -171,13 +171,13 @@ extension StatefulRun {
     }
 
     /// Keys a service of `lifetime` registered for key `index` may depend on: plain keys of `spec`
-    /// below it (so the graph stays acyclic) that live at least as long.
+    /// below it (so the graph stays acyclic) that it may hold (see `Lifetime.referenceMayDepend(on:)`).
     private func candidates(below index: Int, lifetime: Lifetime, in spec: GraphSpec) -> [ModelKey] {
         spec.keys.filter { key in
             guard case .plain(let other) = key, other < index, let dependency = spec.lifetime(of: key) else {
                 return false
             }
-            return dependency.referenceRank >= lifetime.referenceRank
+            return lifetime.referenceMayDepend(on: dependency)
         }
     }
 

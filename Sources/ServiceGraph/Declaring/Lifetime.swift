@@ -17,12 +17,13 @@ public enum Lifetime: Sendable, Hashable, CaseIterable, CustomStringConvertible 
         }
     }
 
-    /// Longer-lived lifetimes rank higher; a service may only depend on services of equal or higher rank.
-    var rank: Int {
-        switch self {
-        case .singleton: 2
-        case .scoped: 1
-        case .transient: 0
-        }
+    /// Whether a service of this lifetime may depend on a service of `dependency`'s lifetime.
+    ///
+    /// A singleton lives as long as the graph, so it may hold only singletons: a scoped or transient
+    /// service held by it would be captive. A scoped service owns what it makes in its scope, and a
+    /// transient one is not shared, so either may hold any lifetime (a scoped service holding a
+    /// transient gets its own instance, released with the scope).
+    func mayDepend(on dependency: Lifetime) -> Bool {
+        self != .singleton || dependency == .singleton
     }
 }

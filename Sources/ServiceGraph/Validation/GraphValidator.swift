@@ -183,7 +183,7 @@ struct GraphValidator {
         for (slot, provider) in plan.providers.enumerated() {
             for dependency in plan.dependencies[slot] where dependency != GraphPlan.missing {
                 let captive = plan.providers[dependency]
-                guard provider.lifetime.rank > captive.lifetime.rank else { continue }
+                guard !provider.lifetime.mayDepend(on: captive.lifetime) else { continue }
                 problems.append(
                     .init(
                         .captiveDependency,
