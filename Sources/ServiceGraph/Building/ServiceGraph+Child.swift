@@ -42,9 +42,7 @@ extension GraphCore {
             let dependencies =
                 isSingleton
                 ? []
-                : (Int(dependencyStart[slot])..<Int(dependencyStart[slot + 1])).map {
-                    records[Int(dependencySlots[$0])].key
-                }
+                : dependencies(of: slot).map { records[$0].key }
             var registration = Registration(
                 key: key,
                 lifetime: lifetimes[slot],

@@ -63,7 +63,7 @@ struct SingletonBuild {
         self.core = core
         self.plan = plan
         self.record = BuildRecord(count: core.count)
-        self.waiting = (0..<core.count).map { plan.dependencies.degree(of: $0) }
+        self.waiting = (0..<core.count).map { plan.edges.dependencies(of: $0).count }
         for slot in 0..<core.count where core.lifetimes[slot] == .singleton && waiting[slot] == 0 {
             ready.append(slot)
         }
@@ -135,7 +135,7 @@ struct SingletonBuild {
         var inUse = Array(repeating: false, count: core.count)
         var stack = Array(abandoned.keys)
         while let slot = stack.popLast() {
-            for dependency in plan.dependencies[slot] where !inUse[dependency] {
+            for dependency in plan.edges.dependencies(of: slot) where !inUse[dependency] {
                 inUse[dependency] = true
                 stack.append(dependency)
             }
@@ -297,7 +297,7 @@ struct SingletonBuild {
         record.factoryMicroseconds[slot] = factory.microseconds
         record.didAddMicroseconds[slot] = didAdd?.microseconds ?? -1
         if let hooks { record.started.append(StartedService(slot: slot, hooks: hooks)) }
-        for dependent in plan.dependents[slot] {
+        for dependent in plan.edges.dependents(of: slot) {
             waiting[dependent] -= 1
             if waiting[dependent] == 0 && core.lifetimes[dependent] == .singleton { ready.append(dependent) }
         }

@@ -16,8 +16,7 @@ extension ServiceGraph {
         var previous = Array(repeating: -1, count: core.count)
         for slot in order {
             var start = Duration.zero
-            for edge in Int(core.dependencyStart[slot])..<Int(core.dependencyStart[slot + 1]) {
-                let dependency = Int(core.dependencySlots[edge])
+            for dependency in core.dependencies(of: slot) {
                 if finish[dependency] > start || previous[slot] == -1 && finish[dependency] == start {
                     start = finish[dependency]
                     previous[slot] = dependency

@@ -8,14 +8,13 @@ struct GraphPlan: Sendable {
 
     /// The effective provider of each slot, after overrides; slots follow first registration order.
     let providers: [Registration]
-    /// For each slot, the slots of its declared dependencies, in declaration order.
-    let dependencies: Adjacency
+    /// For each slot, the slots of its declared dependencies (in declaration order) and of its
+    /// dependents.
+    let edges: Edges
     /// Key identity → slot.
     let table: KeyTable
     /// For each slot, whether an override replaced the original provider.
     let overridden: [Bool]
-    /// For each slot, the slots that depend on it, in slot order.
-    let dependents: Adjacency
     /// The problems found while resolving keys (duplicates, unknown overrides); validation adds more.
     let registrationProblems: [ServiceGraphError.Problem]
 
@@ -78,7 +77,7 @@ struct GraphPlan: Sendable {
         }
 
         let edgeCount = providers.reduce(0) { $0 + $1.dependencies.count }
-        let dependencies = Adjacency(
+        let edges = Edges(
             providers.lazy.map { provider in
                 provider.dependencies.lazy.map { table.slot(for: ObjectIdentifier($0)) ?? Self.missing }
             },
@@ -87,13 +86,12 @@ struct GraphPlan: Sendable {
         )
 
         self.providers = providers
-        self.dependencies = dependencies
+        self.edges = edges
         self.table = table
         self.overridden = overridden
         self.registrationProblems = problems
-        self.dependents = Adjacency(reversing: dependencies)
-        self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, dependencies] in
-            providers.map(\.key) + Self.missingKeys(of: providers, dependencies: dependencies)
+        self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges] in
+            providers.map(\.key) + Self.missingKeys(of: providers, edges: edges)
         }
     }
 
@@ -114,11 +112,11 @@ struct GraphPlan: Sendable {
     var names: [String] { keyNames.all }
 
     /// The keys depended on that have no provider, each once, in the order they are first depended on.
-    private static func missingKeys(of providers: [Registration], dependencies: Adjacency) -> [any ServiceKey.Type] {
+    private static func missingKeys(of providers: [Registration], edges: Edges) -> [any ServiceKey.Type] {
         var seen: Set<ObjectIdentifier> = []
         var missing: [any ServiceKey.Type] = []
         for slot in providers.indices {
-            for (position, target) in dependencies[slot].enumerated() where target == GraphPlan.missing {
+            for (position, target) in edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
                 let key = providers[slot].dependencies[position]
                 if seen.insert(ObjectIdentifier(key)).inserted { missing.append(key) }
             }
@@ -133,7 +131,7 @@ struct GraphPlan: Sendable {
         var path = [slot]
         var seen: Set<Int> = [slot]
         var current = slot
-        while let parent = dependents[current].first, seen.insert(parent).inserted {
+        while let parent = edges.dependents(of: current).first, seen.insert(parent).inserted {
             path.append(parent)
             current = parent
         }

@@ -128,10 +128,19 @@ final class GraphCore: @unchecked Sendable {
         _ = lifetimes.initialize(from: plan.providers.lazy.map { $0.lifetime })
         self.resolvesNow = .allocate(capacity: count)
         _ = resolvesNow.initialize(from: traits.resolvesNow)
-        self.dependencyStart = .allocate(capacity: count + 1)
-        _ = dependencyStart.initialize(from: plan.dependencies.start.lazy.map { Int32(truncatingIfNeeded: $0) })
-        self.dependencySlots = .allocate(capacity: max(plan.dependencies.targets.count, 1))
-        _ = dependencySlots.initialize(from: plan.dependencies.targets.lazy.map { Int32(truncatingIfNeeded: $0) })
+        let dependencyStart = UnsafeMutableBufferPointer<Int32>.allocate(capacity: count + 1)
+        let dependencySlots = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(plan.edges.edgeCount, 1))
+        var edge = 0
+        for slot in 0..<count {
+            dependencyStart.initializeElement(at: slot, to: Int32(truncatingIfNeeded: edge))
+            for target in plan.edges.dependencies(of: slot) {
+                dependencySlots.initializeElement(at: edge, to: Int32(truncatingIfNeeded: target))
+                edge += 1
+            }
+        }
+        dependencyStart.initializeElement(at: count, to: Int32(truncatingIfNeeded: edge))
+        self.dependencyStart = dependencyStart
+        self.dependencySlots = dependencySlots
     }
 
     deinit {
@@ -161,6 +170,14 @@ final class GraphCore: @unchecked Sendable {
     }
 
     var count: Int { records.count }
+
+    /// The number of dependency edges.
+    var edgeCount: Int { Int(dependencyStart[count]) }
+
+    /// The slots `slot` depends on, in declaration order: how code outside the core reads the edges.
+    func dependencies(of slot: Int) -> LazyMapCollection<Range<Int>, Int> {
+        (Int(dependencyStart[slot])..<Int(dependencyStart[slot + 1])).lazy.map { Int(self.dependencySlots[$0]) }
+    }
 
     func name(_ slot: Int) -> String { keyNames.name(slot) }
 

@@ -21,7 +21,8 @@ struct GraphValidator {
         var problems: [ServiceGraphError.Problem] = []
         var indexed = false
         for (slot, provider) in plan.providers.enumerated() {
-            for (position, dependency) in plan.dependencies[slot].enumerated() where dependency == GraphPlan.missing {
+            for (position, dependency) in plan.edges.dependencies(of: slot).enumerated()
+            where dependency == GraphPlan.missing {
                 if !indexed {
                     for (candidate, other) in plan.providers.enumerated() {
                         byValueType[other.key.valueTypeID, default: []].append(candidate)
@@ -63,9 +64,9 @@ struct GraphValidator {
     }
 
     private func cycles() -> [ServiceGraphError.Problem] {
-        let cyclic = stronglyConnectedComponents()
+        let cyclic = Topology.stronglyConnectedComponents(of: plan.edges)
             .filter { component in
-                component.count > 1 || plan.dependencies[component[0]].contains(component[0])
+                component.count > 1 || plan.edges.dependencies(of: component[0]).contains(component[0])
             }
             .map { (start: $0.min()!, members: $0) }
             .sorted { $0.start < $1.start }
@@ -104,7 +105,7 @@ struct GraphValidator {
         while head < queue.count {
             let node = queue[head]
             head += 1
-            for next in plan.dependencies[node] where next != GraphPlan.missing && isMember[next] {
+            for next in plan.edges.dependencies(of: node) where next != GraphPlan.missing && isMember[next] {
                 if next == start {
                     var path = [start]
                     var current = node
@@ -123,65 +124,10 @@ struct GraphValidator {
         return [start, start]
     }
 
-    /// Tarjan's algorithm, iterative so deep graphs cannot overflow the stack.
-    private func stronglyConnectedComponents() -> [[Int]] {
-        let count = plan.count
-        var index = Array(repeating: -1, count: count)
-        var lowLink = Array(repeating: 0, count: count)
-        var onStack = Array(repeating: false, count: count)
-        var stack: [Int] = []
-        var components: [[Int]] = []
-        var counter = 0
-        var work: [(node: Int, edge: Int)] = []
-
-        for root in 0..<count where index[root] == -1 {
-            index[root] = counter
-            lowLink[root] = counter
-            counter += 1
-            stack.append(root)
-            onStack[root] = true
-            work.append((root, 0))
-            while let (node, edge) = work.last {
-                let edges = plan.dependencies[node]
-                if edge < edges.count {
-                    work[work.count - 1].edge += 1
-                    let next = edges[edges.startIndex + edge]
-                    if next == GraphPlan.missing { continue }
-                    if index[next] == -1 {
-                        index[next] = counter
-                        lowLink[next] = counter
-                        counter += 1
-                        stack.append(next)
-                        onStack[next] = true
-                        work.append((next, 0))
-                    } else if onStack[next] {
-                        lowLink[node] = min(lowLink[node], index[next])
-                    }
-                    continue
-                }
-                work.removeLast()
-                if let parent = work.last?.node {
-                    lowLink[parent] = min(lowLink[parent], lowLink[node])
-                }
-                if lowLink[node] == index[node] {
-                    var component: [Int] = []
-                    while true {
-                        let member = stack.removeLast()
-                        onStack[member] = false
-                        component.append(member)
-                        if member == node { break }
-                    }
-                    components.append(component)
-                }
-            }
-        }
-        return components
-    }
-
     private func captiveDependencies() -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for (slot, provider) in plan.providers.enumerated() {
-            for dependency in plan.dependencies[slot] where dependency != GraphPlan.missing {
+            for dependency in plan.edges.dependencies(of: slot) where dependency != GraphPlan.missing {
                 let captive = plan.providers[dependency]
                 guard !provider.lifetime.mayDepend(on: captive.lifetime) else { continue }
                 problems.append(

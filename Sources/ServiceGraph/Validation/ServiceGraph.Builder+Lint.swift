@@ -16,7 +16,7 @@ extension ServiceGraph.Builder {
         let plan = GraphPlan(registrations)
         return plan.providers.indices.compactMap { slot in
             let provider = plan.providers[slot]
-            guard plan.dependents[slot].isEmpty, !entryPoints.contains(provider.keyID) else { return nil }
+            guard plan.edges.dependents(of: slot).isEmpty, !entryPoints.contains(provider.keyID) else { return nil }
             return LintWarning(
                 code: .unusedProvider,
                 key: plan.name(slot),

@@ -39,7 +39,7 @@ struct GraphDescription: Sendable {
     var services: [Service]
     /// The dependencies of each service, in declaration order: a slot, or `-1 - i` for the `i`th of
     /// ``missingKeys``. Edges point at slots, not names, so two keys that read alike stay apart.
-    private let edges: Adjacency
+    private let edges: Edges
     /// Singleton slots in creation order, for a built graph.
     var initializationOrder: [Int] = []
     var totalDuration: Duration?
@@ -76,7 +76,7 @@ struct GraphDescription: Sendable {
         }
         var missingPositions: [ObjectIdentifier: Int] = [:]
         for slot in plan.providers.indices {
-            for (position, target) in plan.dependencies[slot].enumerated() where target == GraphPlan.missing {
+            for (position, target) in plan.edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
                 let key = plan.providers[slot].dependencies[position]
                 guard missingPositions[ObjectIdentifier(key)] == nil else { continue }
                 missingPositions[ObjectIdentifier(key)] = missingKeys.count
@@ -84,18 +84,18 @@ struct GraphDescription: Sendable {
             }
         }
         guard !missingKeys.isEmpty else {
-            edges = plan.dependencies
+            edges = plan.edges
             return
         }
         let providers = plan.providers
-        edges = Adjacency(
+        edges = Edges(
             providers.indices.lazy.map { slot in
-                zip(providers[slot].dependencies, plan.dependencies[slot]).lazy.map { key, target in
+                zip(providers[slot].dependencies, plan.edges.dependencies(of: slot)).lazy.map { key, target in
                     target == GraphPlan.missing ? -1 - missingPositions[ObjectIdentifier(key)]! : target
                 }
             },
             count: providers.count,
-            edgeCount: plan.dependencies.targets.count
+            edgeCount: plan.edges.edgeCount
         )
     }
 
@@ -116,13 +116,10 @@ struct GraphDescription: Sendable {
                 isOverride: record.isOverride
             )
         }
-        let (start, targets) = (core.dependencyStart, core.dependencySlots)
-        edges = Adjacency(
-            (0..<core.count).lazy.map { slot in
-                (Int(start[slot])..<Int(start[slot + 1])).lazy.map { Int(targets[$0]) }
-            },
+        edges = Edges(
+            (0..<core.count).lazy.map { core.dependencies(of: $0) },
             count: core.count,
-            edgeCount: Int(start[core.count])
+            edgeCount: core.edgeCount
         )
         initializationOrder = record.order.map { Int($0) }
         totalDuration = record.totalDuration
@@ -136,17 +133,17 @@ struct GraphDescription: Sendable {
 
     /// The dependencies of `slot`, in declaration order.
     func dependencies(of slot: Int) -> LazyMapCollection<ArraySlice<Int>, Dependency> {
-        edges[slot].lazy.map(Self.dependency)
+        edges.dependencies(of: slot).lazy.map(Self.dependency)
     }
 
     /// The `position`th dependency of `slot`.
     func dependency(_ position: Int, of slot: Int) -> Dependency {
-        let row = edges[slot]
+        let row = edges.dependencies(of: slot)
         return Self.dependency(row[row.startIndex + position])
     }
 
     /// How many dependencies `slot` declares.
-    func dependencyCount(of slot: Int) -> Int { edges.degree(of: slot) }
+    func dependencyCount(of slot: Int) -> Int { edges.dependencies(of: slot).count }
 
     private static func dependency(_ target: Int) -> Dependency {
         target < 0 ? .missing(-1 - target) : .service(target)
@@ -161,15 +158,11 @@ struct GraphDescription: Sendable {
     }
 
     /// The number of dependency edges.
-    var edgeCount: Int { edges.targets.count }
+    var edgeCount: Int { edges.edgeCount }
 
     /// Slots that nothing depends on, in slot order: where the trees start.
     var roots: [Int] {
-        var isDependency = Array(repeating: false, count: services.count)
-        for target in edges.targets where target >= 0 {
-            isDependency[target] = true
-        }
-        return services.indices.filter { !isDependency[$0] }
+        services.indices.filter { edges.dependents(of: $0).isEmpty }
     }
 
     /// Marks where `problems` broke the graph, and every service that depends on those places.
@@ -204,13 +197,9 @@ struct GraphDescription: Sendable {
             }
         }
         // Everything that depends, directly or not, on a root cause could not be built.
-        let dependents = Adjacency(reversing: marked.edges)
-        var stack = marked.services.indices.filter { marked.services[$0].mark == .rootCause }
-        while let slot = stack.popLast() {
-            for dependent in dependents[slot] where marked.services[dependent].mark == nil {
-                marked.services[dependent].mark = .affected
-                stack.append(dependent)
-            }
+        let rootCauses = marked.services.indices.filter { marked.services[$0].mark == .rootCause }
+        for slot in Topology.dependents(of: rootCauses, in: marked.edges) where marked.services[slot].mark == nil {
+            marked.services[slot].mark = .affected
         }
         return marked
     }

@@ -1,0 +1,63 @@
+/// The dependency edges of a graph in compressed sparse rows, both ways: the dependencies of node `n`
+/// in declaration order, and the nodes that depend on `n` in ascending order.
+///
+/// Four flat arrays instead of two arrays per node, so planning a graph of 100,000 services allocates
+/// a handful of buffers, not 400,000. A target below zero names something outside the graph (a
+/// missing key): it is kept among the dependencies and has no row of dependents.
+struct Edges: Sendable {
+    private var dependencyStart: [Int]
+    private var dependencyTargets: [Int]
+    private var dependentStart: [Int]
+    private var dependentSources: [Int]
+
+    /// The dependencies of each node, in order.
+    init(_ rows: some Sequence<some Collection<Int>>, count: Int, edgeCount: Int) {
+        dependencyStart = []
+        dependencyStart.reserveCapacity(count + 1)
+        dependencyTargets = []
+        dependencyTargets.reserveCapacity(edgeCount)
+        for row in rows {
+            dependencyStart.append(dependencyTargets.count)
+            dependencyTargets.append(contentsOf: row)
+        }
+        dependencyStart.append(dependencyTargets.count)
+        (dependentStart, dependentSources) = Self.reversed(dependencyStart, dependencyTargets)
+    }
+
+    /// The rows of the reverse edges (a counting sort by target), each in ascending order.
+    private static func reversed(_ start: [Int], _ targets: [Int]) -> (start: [Int], sources: [Int]) {
+        let count = start.count - 1
+        var counts = Array(repeating: 0, count: count + 1)
+        for target in targets where target >= 0 {
+            counts[target + 1] += 1
+        }
+        for index in 0..<count {
+            counts[index + 1] += counts[index]
+        }
+        var fill = counts
+        var sources = Array(repeating: 0, count: counts[count])
+        for node in 0..<count {
+            for target in targets[start[node]..<start[node + 1]] where target >= 0 {
+                sources[fill[target]] = node
+                fill[target] += 1
+            }
+        }
+        return (counts, sources)
+    }
+
+    /// The number of nodes.
+    var count: Int { dependencyStart.count - 1 }
+
+    /// The number of edges, missing targets included.
+    var edgeCount: Int { dependencyTargets.count }
+
+    /// What `node` depends on, in declaration order.
+    func dependencies(of node: Int) -> ArraySlice<Int> {
+        dependencyTargets[dependencyStart[node]..<dependencyStart[node + 1]]
+    }
+
+    /// What depends on `node`, in ascending order.
+    func dependents(of node: Int) -> ArraySlice<Int> {
+        dependentSources[dependentStart[node]..<dependentStart[node + 1]]
+    }
+}
