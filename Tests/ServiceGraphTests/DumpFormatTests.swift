@@ -59,12 +59,32 @@ struct DumpFormatTests {
         #expect(again == dump)
     }
 
+    @Test func durationsReadAsMillisecondsInTextAndJSON() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(DurationProbe.self) {
+            try await Task.sleep(for: .milliseconds(3))
+            return 1
+        }
+        let graph = try await builder.build()
+        // The text shows milliseconds with two decimals, JSON with three; both at least the 3 ms slept.
+        let text = graph.dump(.text)
+        let shown = try #require(text.firstMatch(of: /factory (\d+)\.(\d\d) ms/))
+        #expect(Int(shown.1)! >= 3)
+        let json = graph.dump(.json)
+        #expect(json.contains(/"factoryMilliseconds": ?\d+\.\d{3}[,\n ]/))
+        let dump = try JSONDecoder().decode(GraphDump.self, from: Data(json.utf8))
+        #expect(try #require(dump.services.first?.factoryMilliseconds) >= 3)
+        try await graph.shutdown()
+    }
+
     @Test func jsonEscapesWhatItMust() async throws {
         let graph = try await DiagnosticsFixtures.builder().build()
         _ = try JSONSerialization.jsonObject(with: Data(graph.dump(.json).utf8))
         _ = try JSONSerialization.jsonObject(with: Data(DiagnosticsFixtures.brokenBuilder().dump(.json).utf8))
     }
 }
+
+private enum DurationProbe: ServiceKey { typealias Value = Int }
 
 /// The documented JSON shape (version 1), as a consumer would decode it.
 struct GraphDump: Codable, Equatable {

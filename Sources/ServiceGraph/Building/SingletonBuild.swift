@@ -294,8 +294,8 @@ struct SingletonBuild {
         core.singletons.store(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         record.order.append(Int32(slot))
-        record.factoryMicroseconds[slot] = factory.microseconds
-        record.didAddMicroseconds[slot] = didAdd?.microseconds ?? -1
+        record.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
+        record.didAddMicroseconds[slot] = didAdd.map { Int32(clamping: $0.wholeMicroseconds) } ?? -1
         if let hooks { record.started.append(StartedService(slot: slot, hooks: hooks)) }
         for dependent in plan.edges.dependents(of: slot) {
             waiting[dependent] -= 1
@@ -323,13 +323,4 @@ enum BuildStep: Sendable {
     case failed(slot: Int, ServiceGraphError)
     /// The factory ran past the factory timeout; the build abandons it.
     case factoryTimedOut(slot: Int, limit: Duration)
-}
-
-extension Duration {
-    /// The duration in whole microseconds, saturating at `Int32.max` (about 35 minutes).
-    var microseconds: Int32 {
-        let (seconds, attoseconds) = components
-        let micros = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
-        return Int32(clamping: micros)
-    }
 }

@@ -224,14 +224,3 @@ struct GraphDescription: Sendable {
         }
     }
 }
-
-extension Duration {
-    /// Milliseconds with two decimals, for dumps.
-    var milliseconds: String {
-        let (seconds, attoseconds) = components
-        let hundredths = seconds * 100_000 + attoseconds / 10_000_000_000_000
-        let whole = hundredths / 100
-        let fraction = hundredths % 100
-        return "\(whole).\(fraction < 10 ? "0" : "")\(fraction) ms"
-    }
-}

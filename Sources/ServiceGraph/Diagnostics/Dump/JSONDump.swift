@@ -98,14 +98,7 @@ struct JSONDump {
 
     /// Milliseconds with three decimals.
     private func milliseconds(_ duration: Duration, into text: DumpText) {
-        let (seconds, attoseconds) = duration.components
-        let microseconds = Int(seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
-        text.write(number: microseconds / 1_000)
-        text.write(".")
-        let fraction = microseconds % 1_000
-        if fraction < 100 { text.write("0") }
-        if fraction < 10 { text.write("0") }
-        text.write(number: fraction)
+        text.write(string: duration.millisecondDigits(decimals: 3))
     }
 
     /// A top-level member's array: one element a line, or `[]`.

@@ -1,0 +1,23 @@
+extension Duration {
+    /// The duration in whole microseconds, truncated: the unit the build records and the dumps print.
+    var wholeMicroseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    }
+
+    /// The duration in milliseconds with `decimals` (at most 3) decimals, truncated: `12.34`.
+    func millisecondDigits(decimals: Int) -> String {
+        precondition((0...3).contains(decimals), "at most three decimals: the unit is a microsecond")
+        var scale: Int64 = 1
+        for _ in 0..<(3 - decimals) { scale *= 10 }
+        let units = wholeMicroseconds / scale
+        var divisor: Int64 = 1
+        for _ in 0..<decimals { divisor *= 10 }
+        guard decimals > 0 else { return String(units) }
+        let fraction = String(units % divisor)
+        return "\(units / divisor)." + String(repeating: "0", count: decimals - fraction.count) + fraction
+    }
+
+    /// Milliseconds with two decimals, for dumps, reports and events: `12.34 ms`.
+    var milliseconds: String { millisecondDigits(decimals: 2) + " ms" }
+}
