@@ -71,18 +71,21 @@ extension ServiceGraph.Builder {
         }
     }
 
+    /// The plan of this builder's graph and what validation found in it, made once per revision.
+    var checkedPlan: CheckedPlan {
+        validatedPlans.checkedPlan(for: revision, of: registrations)
+    }
+
     /// The plan of this builder's graph, or every problem it has.
     func validatedPlan() throws(ServiceGraphError) -> GraphPlan {
-        if let plan = validatedPlans.plan(for: revision) { return plan }
-        let plan = GraphPlan(registrations)
-        let problems = GraphValidator(plan).problems()
+        let checked = checkedPlan
+        let (plan, problems) = (checked.plan, checked.findings.problems)
         guard problems.isEmpty else {
             throw ServiceGraphError(
                 problems,
                 snapshot: GraphSnapshot { GraphDescription(plan: plan).marked(with: problems) }
             )
         }
-        validatedPlans.store(plan, for: revision)
         return plan
     }
 }

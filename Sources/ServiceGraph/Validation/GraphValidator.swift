@@ -2,18 +2,45 @@
 ///
 /// Reports, in this order: duplicate providers and unknown overrides (found while planning), missing
 /// providers, cycles (one per strongly connected component, with one full cycle path through it) and
-/// captive dependencies. Runs no factory.
+/// captive dependencies; and, at a warning's severity, providers that nothing depends on. Runs no
+/// factory.
 ///
 /// - Complexity: O(services + edges).
 struct GraphValidator {
+    /// What one pass found: the problems that stop a build, and the warnings that do not.
+    struct Findings: Sendable {
+        let problems: [ServiceGraphError.Problem]
+        /// Every provider nothing depends on; ``ServiceGraph/Builder/lint()`` leaves out the declared
+        /// entry points.
+        let unusedProviders: [LintWarning]
+    }
+
     let plan: GraphPlan
 
     init(_ plan: GraphPlan) {
         self.plan = plan
     }
 
-    func problems() -> [ServiceGraphError.Problem] {
-        plan.registrationProblems + missingProviders() + cycles() + captiveDependencies()
+    func findings() -> Findings {
+        Findings(
+            problems: plan.registrationProblems + missingProviders() + cycles() + captiveDependencies(),
+            unusedProviders: unusedProviders()
+        )
+    }
+
+    private func unusedProviders() -> [LintWarning] {
+        plan.providers.indices.compactMap { slot in
+            guard plan.edges.dependents(of: slot).isEmpty else { return nil }
+            let name = plan.name(slot)
+            return LintWarning(
+                code: .unusedProvider,
+                key: name,
+                keyID: plan.providers[slot].keyID,
+                site: plan.providers[slot].site.site,
+                message:
+                    "\(name) is provided but nothing depends on it; declare it as an entry point if the application resolves it"
+            )
+        }
     }
 
     private func missingProviders() -> [ServiceGraphError.Problem] {

@@ -13,17 +13,6 @@ extension ServiceGraph.Builder {
     ///
     /// - Complexity: O(services + edges).
     public func lint() -> [LintWarning] {
-        let plan = GraphPlan(registrations)
-        return plan.providers.indices.compactMap { slot in
-            let provider = plan.providers[slot]
-            guard plan.edges.dependents(of: slot).isEmpty, !entryPoints.contains(provider.keyID) else { return nil }
-            return LintWarning(
-                code: .unusedProvider,
-                key: plan.name(slot),
-                site: provider.site.site,
-                message:
-                    "\(plan.name(slot)) is provided but nothing depends on it; declare it as an entry point if the application resolves it"
-            )
-        }
+        checkedPlan.findings.unusedProviders.filter { !entryPoints.contains($0.keyID) }
     }
 }

@@ -1,7 +1,8 @@
 import Synchronization
 
-/// Remembers the plan of the builder's last successful validation, so that the usual
-/// `try builder.validate()` followed by `try await builder.build()` validates once.
+/// Remembers the builder's last checked plan and what validation found in it, so that the usual
+/// `try builder.validate()` followed by `try await builder.build()` validates once, and `lint()` or a
+/// dump after either (even of a broken graph) plans nothing again.
 ///
 /// Copies of a builder share the cache, so an entry is keyed by the ``RegistrationsRevision`` of the
 /// registrations it was made from: every change to a builder's registrations gives them a revision
@@ -10,23 +11,33 @@ import Synchronization
 final class ValidatedPlanCache: Sendable {
     private struct Entry: Sendable {
         let revision: RegistrationsRevision
-        let plan: GraphPlan
+        let checked: CheckedPlan
     }
 
     private let entry = Locked<Entry?>(nil)
 
     init() {}
 
-    func plan(for revision: RegistrationsRevision) -> GraphPlan? {
-        entry.withLock { entry in
-            guard let entry, entry.revision == revision else { return nil }
-            return entry.plan
+    /// The plan of `registrations` and its findings, made and validated only when the cache does not
+    /// already hold those of `revision`.
+    func checkedPlan(
+        for revision: RegistrationsRevision,
+        of registrations: [Registration]
+    ) -> CheckedPlan {
+        if let checked = entry.withLock({ $0?.revision == revision ? $0?.checked : nil }) {
+            return checked
         }
+        let plan = GraphPlan(registrations)
+        let checked = CheckedPlan(plan: plan, findings: GraphValidator(plan).findings())
+        entry.withLock { $0 = Entry(revision: revision, checked: checked) }
+        return checked
     }
+}
 
-    func store(_ plan: GraphPlan, for revision: RegistrationsRevision) {
-        entry.withLock { $0 = Entry(revision: revision, plan: plan) }
-    }
+/// A plan with everything validation found in it.
+struct CheckedPlan: Sendable {
+    let plan: GraphPlan
+    let findings: GraphValidator.Findings
 }
 
 /// Identifies one state of a builder's registrations: a fresh number, process-wide, each time they

@@ -23,14 +23,11 @@ extension ServiceGraph.Builder {
     ///
     /// - Complexity: O(services + edges), in time and in the size of the output, in every format.
     public func dump(_ format: DumpFormat = .text) -> String {
-        if let plan = validatedPlans.plan(for: revision) {
-            return GraphDescription(plan: plan).render(format)
-        }
-        let plan = GraphPlan(registrations)
-        let problems = GraphValidator(plan).problems()
-        // A valid plan (and the names made for this dump) serves the next dump, validation or build.
-        if problems.isEmpty { validatedPlans.store(plan, for: revision) }
-        return GraphDescription(plan: plan).marked(with: problems).render(format)
+        // The checked plan (and the names made for this dump) serves the next dump, validation or build.
+        let checked = checkedPlan
+        let description = GraphDescription(plan: checked.plan)
+        let problems = checked.findings.problems
+        return (problems.isEmpty ? description : description.marked(with: problems)).render(format)
     }
 }
 
