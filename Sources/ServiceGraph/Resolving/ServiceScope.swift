@@ -32,7 +32,7 @@ public final class ServiceScope: Sendable {
         /// leaves this list at once, so it holds no instance itself once done.
         var creating: [Int: Task<Void, any Error>] = [:]
         /// Created instances in creation order; those with hooks must get `willRemove`.
-        var created: [(slot: Int, hooks: (any LifecycleHooks)?)] = []
+        var created: [(slot: Int, hooks: InstanceHooks?)] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
         var closing = Teardown<[ServiceGraphError.Problem]>()
     }
@@ -244,7 +244,7 @@ public final class ServiceScope: Sendable {
             state.withLock { _ = $0.creating.removeValue(forKey: slot) }
             throw core.failure(error, at: slot)
         }
-        let hooks = factory.hooks(of: box).flatMap { core.hookClaims.claim($0) ? $0 : nil }
+        let hooks = factory.instanceHooks(of: box).flatMap { core.hookClaims.claim($0) ? $0 : nil }
         if let hooks {
             do {
                 try await Lifecycle.didAdd(hooks, of: slot, in: core)
