@@ -87,7 +87,18 @@ enum KeySource {
     /// `override(_:with:)`: an instance made by the test.
     case value(label: String, serial: Int)
     /// A child graph's view of its parent's singleton.
-    case borrowed(GraphModel)
+    case borrowed(ParentModel)
+}
+
+/// The parent graph a child's singleton is borrowed from, unowned: the run owns every graph model
+/// (``StatefulRun/graphs``) until it ends, and a child's spec held strongly by a parent's child would
+/// be a reference cycle that outlives the run.
+struct ParentModel {
+    unowned let model: GraphModel
+
+    init(_ model: GraphModel) {
+        self.model = model
+    }
 }
 
 struct KeyEntry {
@@ -114,7 +125,7 @@ struct GraphSpec {
         case .make(let spec): return spec.label
         case .alias(let target): return label(of: target)
         case .value(let label, _): return label
-        case .borrowed(let parent): return parent.spec.label(of: key)
+        case .borrowed(let parent): return parent.model.spec.label(of: key)
         }
     }
 
@@ -248,7 +259,8 @@ struct GraphSpec {
         var spec = GraphSpec()
         for (key, entry) in parent.spec.entries {
             spec.entries[key] =
-                entry.lifetime == .singleton ? KeyEntry(lifetime: .singleton, source: .borrowed(parent)) : entry
+                entry.lifetime == .singleton
+                ? KeyEntry(lifetime: .singleton, source: .borrowed(ParentModel(parent))) : entry
         }
         return spec
     }
@@ -303,7 +315,8 @@ final class GraphModel {
 
     let id: Int
     let spec: GraphSpec
-    let parent: GraphModel?
+    /// Unowned, as ``ParentModel``: the parent holds its children.
+    unowned let parent: GraphModel?
     var children: [GraphModel] = []
     /// The test's reference; nil once the test dropped the graph.
     var graph: ServiceGraph?
@@ -351,7 +364,8 @@ final class ScopeModel {
     }
 
     let id: Int
-    let graph: GraphModel
+    /// Unowned: the graph model holds its scopes, and the run holds every graph model until it ends.
+    unowned let graph: GraphModel
     var scope: ServiceScope?
     let weakScope: WeakHandle
     var state = State.open

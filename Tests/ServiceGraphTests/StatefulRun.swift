@@ -561,8 +561,10 @@ final class StatefulRun: @unchecked Sendable {
                     )
                 }
             case .borrowed(let parent):
-                if serial != parent.singletons[key] {
-                    throw ModelViolation("child: \(model.name)[\(key)] is not its parent \(parent.name)'s instance")
+                if serial != parent.model.singletons[key] {
+                    throw ModelViolation(
+                        "child: \(model.name)[\(key)] is not its parent \(parent.model.name)'s instance"
+                    )
                 }
             }
         }

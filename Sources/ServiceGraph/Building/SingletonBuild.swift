@@ -210,11 +210,11 @@ struct SingletonBuild {
 
     /// The hooks of a freshly made instance that this graph must run, remembering the types that have
     /// none; nil as well when the instance's hooks are already run by this graph or an ancestor.
-    private mutating func hooks(of box: AnyBox, madeBy factory: AnyFactory) -> (any LifecycleHooks)? {
+    private mutating func hooks(of box: AnyBox, madeBy factory: AnyFactory) -> InstanceHooks? {
         if factory.isBorrowed { return nil }
         let type = factory.instanceType(of: box)
         if typesWithoutHooks.contains(type) { return nil }
-        guard let hooks = factory.hooks(of: box) else {
+        guard let hooks = factory.instanceHooks(of: box) else {
             typesWithoutHooks.insert(type)
             return nil
         }
@@ -240,7 +240,7 @@ struct SingletonBuild {
         // Too late: the build has given up on this factory, and its instance never started.
         guard deadline?.factoryFinished() ?? true else { return }
         let elapsed = start.duration(to: clock.now)
-        guard let hooks = factory.hooks(of: box), core.hookClaims.claim(hooks) else {
+        guard let hooks = factory.instanceHooks(of: box), core.hookClaims.claim(hooks) else {
             inbox.post(.created(slot: slot, box: box, hooks: nil, factory: elapsed, didAdd: nil))
             return
         }
@@ -251,7 +251,7 @@ struct SingletonBuild {
     private static func start(
         _ slot: Int,
         _ box: AnyBox,
-        hooks: any LifecycleHooks,
+        hooks: InstanceHooks,
         factory: Duration,
         in core: GraphCore,
         reportingTo inbox: BuildInbox
@@ -289,7 +289,7 @@ struct SingletonBuild {
         _ box: AnyBox,
         factory: Duration,
         didAdd: Duration?,
-        hooks: (any LifecycleHooks)?
+        hooks: InstanceHooks?
     ) {
         core.singletons.store(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
@@ -319,7 +319,7 @@ struct SingletonBuild {
 /// What a service's task reports to the build's coordinator.
 enum BuildStep: Sendable {
     /// Made and, if it has hooks this graph runs, started.
-    case created(slot: Int, box: AnyBox, hooks: (any LifecycleHooks)?, factory: Duration, didAdd: Duration?)
+    case created(slot: Int, box: AnyBox, hooks: InstanceHooks?, factory: Duration, didAdd: Duration?)
     case failed(slot: Int, ServiceGraphError)
     /// The factory ran past the factory timeout; the build abandons it.
     case factoryTimedOut(slot: Int, limit: Duration)

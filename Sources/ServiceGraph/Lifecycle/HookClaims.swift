@@ -16,8 +16,8 @@ final class HookClaims: Sendable {
     }
 
     /// Claims `hooks` for this graph; false when this graph or an ancestor already runs its hooks.
-    func claim(_ hooks: any LifecycleHooks) -> Bool {
-        guard let identity = Self.identity(of: hooks) else { return true }
+    func claim(_ hooks: InstanceHooks) -> Bool {
+        guard let identity = hooks.identity else { return true }
         var ancestor = parent
         while let claims = ancestor {
             if claims.claimed.withLock({ $0.contains(identity) }) { return false }
@@ -27,14 +27,8 @@ final class HookClaims: Sendable {
     }
 
     /// Gives back the claim on `hooks` once its `willRemove` ran (or its `didAdd` failed).
-    func giveBack(_ hooks: any LifecycleHooks) {
-        guard let identity = Self.identity(of: hooks) else { return }
+    func giveBack(_ hooks: InstanceHooks) {
+        guard let identity = hooks.identity else { return }
         _ = claimed.withLock { $0.remove(identity) }
-    }
-
-    /// The object identity of a class instance; nil for a value.
-    private static func identity(of hooks: any LifecycleHooks) -> ObjectIdentifier? {
-        guard type(of: hooks as Any) is AnyObject.Type else { return nil }
-        return ObjectIdentifier(hooks as AnyObject)
     }
 }

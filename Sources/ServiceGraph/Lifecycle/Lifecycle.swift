@@ -1,15 +1,15 @@
 /// A created instance whose ``LifecycleHooks/didAdd()`` succeeded: it must get ``LifecycleHooks/willRemove()``.
 struct StartedService: Sendable {
     let slot: Int
-    let hooks: any LifecycleHooks
+    let hooks: InstanceHooks
 }
 
 /// Runs lifecycle hooks, with the graph's timeout, and turns their failures into problems that name
 /// the service.
 enum Lifecycle {
     /// Calls `didAdd` on a freshly created instance.
-    static func didAdd(_ hooks: any LifecycleHooks, of slot: Int, in core: GraphCore) async throws(ServiceGraphError) {
-        if let problem = await run(.didAdd, of: slot, in: core, hooks.didAdd) {
+    static func didAdd(_ hooks: InstanceHooks, of slot: Int, in core: GraphCore) async throws(ServiceGraphError) {
+        if let problem = await run(.didAdd, of: slot, in: core, hooks.hooks.didAdd) {
             throw ServiceGraphError(problem)
         }
     }
@@ -32,7 +32,7 @@ enum Lifecycle {
     static func releaseInPlace(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for service in started.reversed() {
-            if let problem = await run(.willRemove, of: service.slot, in: core, service.hooks.willRemove) {
+            if let problem = await run(.willRemove, of: service.slot, in: core, service.hooks.hooks.willRemove) {
                 problems.append(problem)
             }
             core.hookClaims.giveBack(service.hooks)

@@ -28,7 +28,10 @@ public final class ServiceGraph: Sendable {
 
     /// What a graph tracks so that its shutdown comes after everything that uses its singletons.
     private struct State {
-        var shutdown = Shutdown.notStarted
+        /// The graph's one shutdown; later and concurrent calls wait for the first.
+        var shutdown = Teardown<[ServiceGraphError.Problem]>()
+        /// Where a scope keeps each scoped instance; made on the first scope.
+        var scopeLayout: ScopeLayout?
         /// Open scopes, weakly: the graph does not keep a scope alive.
         var scopes: [Int: WeakReference<ServiceScope>] = [:]
         /// Live child graphs, weakly (a child keeps its parent alive, not the reverse).
@@ -49,10 +52,7 @@ public final class ServiceGraph: Sendable {
     }
 
     deinit {
-        let wasShutDown = state.withLock { state in
-            if case .notStarted = state.shutdown { return false }
-            return true
-        }
+        let wasShutDown = state.withLock { $0.shutdown.hasStarted }
         if !wasShutDown {
             parent?.childFinished(childID)
             reportDroppedWithoutShutdown()
@@ -157,10 +157,12 @@ public final class ServiceGraph: Sendable {
     /// - Throws: ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``.
     public func makeScope() throws(ServiceGraphError) -> ServiceScope {
         try state.withLock { state throws(ServiceGraphError) in
-            guard case .notStarted = state.shutdown else {
+            guard !state.shutdown.hasStarted else {
                 throw ServiceGraphError(core.shutDownProblem("a new scope"))
             }
-            let scope = ServiceScope(graph: self, id: state.nextID)
+            let layout = state.scopeLayout ?? ScopeLayout(core: core)
+            state.scopeLayout = layout
+            let scope = ServiceScope(graph: self, layout: layout, id: state.nextID)
             state.scopes[state.nextID] = WeakReference(scope)
             state.nextID += 1
             state.unfinished += 1
@@ -181,7 +183,7 @@ public final class ServiceGraph: Sendable {
     /// Registers a child graph about to be built; throws once this graph is shutting down.
     func childBuildStarted() throws(ServiceGraphError) -> Int {
         try state.withLock { state throws(ServiceGraphError) in
-            guard case .notStarted = state.shutdown else {
+            guard !state.shutdown.hasStarted else {
                 throw ServiceGraphError(core.shutDownProblem("a child graph"))
             }
             let id = state.nextID
@@ -195,7 +197,7 @@ public final class ServiceGraph: Sendable {
     /// child must then shut itself down).
     func childBuilt(_ child: ServiceGraph) -> Bool {
         state.withLock { state in
-            guard case .notStarted = state.shutdown else { return false }
+            guard !state.shutdown.hasStarted else { return false }
             state.children[child.childID] = WeakReference(child)
             return true
         }
@@ -243,12 +245,11 @@ public final class ServiceGraph: Sendable {
     /// - Throws: A ``ServiceGraphError`` with every hook failure, the children's and scopes' included.
     public func shutdown() async throws(ServiceGraphError) {
         let role = state.withLock { state -> ShutdownRole in
-            switch state.shutdown {
+            switch state.shutdown.start() {
             case .finished(let problems): return .done(problems)
             case .running: return .wait
-            case .notStarted:
+            case .run:
                 core.isShutDown.store(true, ordering: .releasing)
-                state.shutdown = .running(waiters: [])
                 let children = state.children.sorted { $0.key > $1.key }.compactMap { $0.value.object }
                 let scopes = state.scopes.sorted { $0.key > $1.key }.compactMap { $0.value.object }
                 return .run(children: children, scopes: scopes)
@@ -259,19 +260,7 @@ public final class ServiceGraph: Sendable {
         case .done(let finished):
             problems = finished
         case .wait:
-            problems = await withCheckedContinuation { waiter in
-                let finished = state.withLock { state -> [ServiceGraphError.Problem]? in
-                    switch state.shutdown {
-                    case .finished(let problems): return problems
-                    case .running(var waiters):
-                        waiters.append(waiter)
-                        state.shutdown = .running(waiters: waiters)
-                        return nil
-                    case .notStarted: return []
-                    }
-                }
-                if let finished { waiter.resume(returning: finished) }
-            }
+            problems = await state.outcome(of: \.shutdown)
         case .run(let children, let scopes):
             problems = await runShutdown(children: children, scopes: scopes)
         }
@@ -296,15 +285,9 @@ public final class ServiceGraph: Sendable {
         await waitForDependents()
         found += await Lifecycle.release(record.started, of: core)
         core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
-        let waiters = state.withLock { state -> [CheckedContinuation<[ServiceGraphError.Problem], Never>] in
-            defer { state.shutdown = .finished(found) }
-            if case .running(let waiters) = state.shutdown { return waiters }
-            return []
-        }
+        let waiters = state.withLock { $0.shutdown.finish(with: found) }
         parent?.childFinished(childID)
-        for waiter in waiters {
-            waiter.resume(returning: found)
-        }
+        waiters.resume(returning: found)
         return found
     }
 
@@ -315,13 +298,6 @@ public final class ServiceGraph: Sendable {
         func resume() {
             for waiter in waiters { waiter.resume() }
         }
-    }
-
-    /// Where the graph's shutdown stands; later and concurrent calls wait for the first.
-    private enum Shutdown {
-        case notStarted
-        case running(waiters: [CheckedContinuation<[ServiceGraphError.Problem], Never>])
-        case finished([ServiceGraphError.Problem])
     }
 
     private enum ShutdownRole {

@@ -15,46 +15,33 @@ public final class ServiceScope: Sendable {
     let core: GraphCore
     let id: Int
     private weak let graph: ServiceGraph?
+    /// The created instances, read without a lock.
+    private let instances: ScopeInstances
+    /// The resolves in flight, which a close waits for.
+    private let resolves = ResolveGate()
     private let state: Locked<State>
 
-    private enum Instance {
-        /// Being made; the task puts the instance in the state, so it holds none itself once done.
-        case creating(Task<Void, any Error>)
-        case ready(AnyBox)
-    }
-
     private enum LookupStep {
-        case ready(AnyBox)
+        case ready
         case wait(Task<Void, any Error>)
         case closed
     }
 
     private struct State {
-        var instances: [Int: Instance] = [:]
+        /// The instances being made, by slot. A task publishes its instance in ``ScopeInstances`` and
+        /// leaves this list at once, so it holds no instance itself once done.
+        var creating: [Int: Task<Void, any Error>] = [:]
         /// Created instances in creation order; those with hooks must get `willRemove`.
-        var created: [(slot: Int, hooks: (any LifecycleHooks)?)] = []
-        var closing = Closing.open
-        /// Resolves started and not yet returned; a close waits for them.
-        var resolvesInFlight = 0
-        var resolveWaiters: [CheckedContinuation<Void, Never>] = []
+        var created: [(slot: Int, hooks: InstanceHooks?)] = []
+        /// The scope's one close; a shutdown that finds the scope closing waits for it.
+        var closing = Teardown<[ServiceGraphError.Problem]>()
     }
 
-    /// Where the scope's one close stands; a shutdown that finds the scope closing waits for it.
-    private enum Closing {
-        case open
-        case closing(waiters: [CheckedContinuation<[ServiceGraphError.Problem], Never>])
-        case closed([ServiceGraphError.Problem])
-
-        var isOpen: Bool {
-            if case .open = self { return true }
-            return false
-        }
-    }
-
-    init(graph: ServiceGraph, id: Int) {
+    init(graph: ServiceGraph, layout: ScopeLayout, id: Int) {
         self.core = graph.core
         self.graph = graph
         self.id = id
+        self.instances = ScopeInstances(layout: layout)
         self.state = Locked(State())
     }
 
@@ -62,16 +49,13 @@ public final class ServiceScope: Sendable {
     /// owed run in a task of their own, which the graph's shutdown waits for.
     deinit {
         let dropped = state.withLock { state -> DroppedScope? in
-            guard state.closing.isOpen else { return nil }
-            state.closing = .closed([])
-            defer {
-                state.created = []
-                state.instances = [:]
-            }
+            guard case .run = state.closing.start() else { return nil }
+            _ = state.closing.finish(with: [])
+            defer { state.created = [] }
             var boxes: [AnyBox] = []
             var owed: [StartedService] = []
             for entry in state.created {
-                if case .ready(let box) = state.instances[entry.slot] { boxes.append(box) }
+                if let box = instances.take(entry.slot) { boxes.append(box) }
                 if let hooks = entry.hooks { owed.append(StartedService(slot: entry.slot, hooks: hooks)) }
             }
             return DroppedScope(owed: owed, boxes: boxes)
@@ -122,13 +106,15 @@ public final class ServiceScope: Sendable {
     /// - Throws: ``ServiceGraphError``: ``ServiceGraphError/Code/scopeClosed`` after ``close()``,
     ///   ``ServiceGraphError/Code/keyNotFound``, ``ServiceGraphError/Code/reentrantResolution``, or the
     ///   failing factory or `didAdd` with its path.
-    /// - Complexity: O(1) for an existing scoped instance (one short lock); one factory call per new
+    /// - Complexity: O(1) for an existing scoped instance (no lock); one factory call per new
     ///   instance in the chain.
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try enter(key)
         defer { leave() }
         if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: self) }
+        // A scoped instance already created is read here, as fast as a singleton.
+        if let box = createdBox(at: slot) { return ScopeInstances.value(in: box, as: Key.Value.self) }
         return try await core.value(at: slot, as: key, in: self)
     }
 
@@ -148,75 +134,83 @@ public final class ServiceScope: Sendable {
 
     /// Starts a resolve of `key`: its slot, counted as in flight until ``leave()``, so that closing
     /// the scope waits for it instead of releasing what it is using.
-    @usableFromInline
+    @inlinable
     func enter<Key: ServiceKey>(_ key: Key.Type) throws(ServiceGraphError) -> Int {
-        guard let slot = core.slot(of: key) else {
-            throw ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
-        }
-        let isOpen = state.withLock { state in
-            guard state.closing.isOpen else { return false }
-            state.resolvesInFlight += 1
-            return true
-        }
-        guard isOpen else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
+        guard let slot = core.slot(of: key) else { throw notFoundError(key) }
+        guard enterResolve() else { throw closedError(key) }
         return slot
+    }
+
+    /// Counts a resolve as in flight; false once the scope is closing.
+    @usableFromInline
+    func enterResolve() -> Bool {
+        resolves.enter()
+    }
+
+    /// The error for `key` missing from the graph (out of line: the cold path).
+    @usableFromInline
+    func notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
+    }
+
+    /// The error for `key` asked of a closed scope (out of line: the cold path).
+    @usableFromInline
+    func closedError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(closedProblem(Key.serviceName))
     }
 
     /// Ends a resolve started by ``enter(_:)``.
     @usableFromInline
     func leave() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.resolvesInFlight -= 1
-            guard state.resolvesInFlight == 0 else { return [] }
-            defer { state.resolveWaiters = [] }
-            return state.resolveWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Waits until no resolve is in flight (new ones are refused once the scope is closing).
-    private func resolvesFinished() async {
-        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let finished = state.withLock { state in
-                if state.resolvesInFlight == 0 { return true }
-                state.resolveWaiters.append(waiter)
-                return false
-            }
-            if finished { waiter.resume() }
-        }
+        resolves.leave()
     }
 
     /// The scope's instance at `slot`, created once.
-    @usableFromInline
+    ///
+    /// - Complexity: O(1) for an instance already created: an atomic load, no lock.
+    @inlinable
     nonisolated(nonsending) func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
+        if let box = createdBox(at: slot) {
+            return ScopeInstances.value(in: box, as: Key.Value.self)
+        }
+        return try await makeInstance(at: slot, as: key)
+    }
+
+    /// The box of the instance at `slot` if it is a scoped service already created and the scope is
+    /// open, not retained: the caller is a resolve in flight, which keeps it alive.
+    @usableFromInline
+    func createdBox(at slot: Int) -> Unmanaged<AnyBox>? {
+        guard !resolves.isClosing else { return nil }
+        return instances.box(at: slot)
+    }
+
+    /// The instance at `slot`, created by this call or by the one that was first to ask for it; or
+    /// an error when the scope is closing.
+    @usableFromInline
+    nonisolated(nonsending) func makeInstance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value
+    {
         let step = state.withLock { state -> LookupStep in
-            if !state.closing.isOpen { return .closed }
-            switch state.instances[slot] {
-            case .ready(let box): return .ready(box)
-            case .creating(let task): return .wait(task)
-            case nil:
-                let task = UnretainingTask.start { try await self.create(slot) }
-                state.instances[slot] = .creating(task)
-                return .wait(task)
-            }
+            if state.closing.hasStarted { return .closed }
+            // Created since the first look.
+            if instances.box(at: slot) != nil { return .ready }
+            if let task = state.creating[slot] { return .wait(task) }
+            let task = UnretainingTask.start { try await self.create(slot) }
+            state.creating[slot] = task
+            return .wait(task)
         }
         switch step {
-        case .ready(let box):
-            return unsafeDowncast(box, to: Box<Key.Value>.self).value
+        case .ready:
+            break
         case .wait(let task):
             // Being made by this task (or the one that asked for it): waiting would never end.
             if ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
             try await task.value
-            let box = state.withLock { state -> AnyBox? in
-                if case .ready(let box) = state.instances[slot] { return box }
-                return nil
-            }
-            // Made, then released by a close that came in between.
-            guard let box else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
-            return unsafeDowncast(box, to: Box<Key.Value>.self).value
         case .closed:
             throw ServiceGraphError(closedProblem(Key.serviceName))
         }
+        // Made, then released by a close that came in between.
+        guard let box = instances.box(at: slot) else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
+        return ScopeInstances.value(in: box, as: Key.Value.self)
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
@@ -244,24 +238,25 @@ public final class ServiceScope: Sendable {
                 ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
             )
         } catch let timeout as FactoryTimedOut {
-            state.withLock { _ = $0.instances.removeValue(forKey: slot) }
+            state.withLock { _ = $0.creating.removeValue(forKey: slot) }
             throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: core))
         } catch {
-            state.withLock { _ = $0.instances.removeValue(forKey: slot) }
+            state.withLock { _ = $0.creating.removeValue(forKey: slot) }
             throw core.failure(error, at: slot)
         }
-        let hooks = factory.hooks(of: box).flatMap { core.hookClaims.claim($0) ? $0 : nil }
+        let hooks = factory.instanceHooks(of: box).flatMap { core.hookClaims.claim($0) ? $0 : nil }
         if let hooks {
             do {
                 try await Lifecycle.didAdd(hooks, of: slot, in: core)
             } catch {
                 core.hookClaims.giveBack(hooks)
-                state.withLock { _ = $0.instances.removeValue(forKey: slot) }
+                state.withLock { _ = $0.creating.removeValue(forKey: slot) }
                 throw error
             }
         }
         state.withLock { state in
-            state.instances[slot] = .ready(box)
+            state.creating[slot] = nil
+            instances.publish(box, at: slot)
             state.created.append((slot, hooks))
         }
     }
@@ -312,67 +307,48 @@ public final class ServiceScope: Sendable {
             case done
         }
         let role = state.withLock { state -> Role in
-            switch state.closing {
-            case .open:
-                state.closing = .closing(waiters: [])
-                return .close(
-                    state.instances.values.compactMap {
-                        if case .creating(let task) = $0 { task } else { nil }
-                    }
-                )
-            case .closing: return waitingForAnother ? .wait : .done
-            case .closed: return .done
+            switch state.closing.start() {
+            case .run:
+                resolves.close()
+                return .close(Array(state.creating.values))
+            case .running: return waitingForAnother ? .wait : .done
+            case .finished: return .done
             }
         }
         switch role {
         case .done:
             return nil
         case .wait:
-            _ = await withCheckedContinuation { waiter in
-                let finished = state.withLock { state -> [ServiceGraphError.Problem]? in
-                    guard case .closing(var waiters) = state.closing else { return [] }
-                    waiters.append(waiter)
-                    state.closing = .closing(waiters: waiters)
-                    return nil
-                }
-                if let finished { waiter.resume(returning: finished) }
-            }
+            _ = await state.outcome(of: \.closing)
             return nil
         case .close(let pending):
-            await resolvesFinished()
+            await resolves.drained()
             for task in pending {
                 _ = try? await task.value
             }
-            var (created, instances) = state.withLock { state in
-                defer {
-                    state.created = []
-                    state.instances = [:]
-                }
-                return (state.created, state.instances)
+            let created = state.withLock { state in
+                defer { state.created = [] }
+                return state.created
             }
+            // In creation order, taken out of the table: no resolve reads it any more.
+            var boxes = created.compactMap { instances.take($0.slot) }
             let started = created.compactMap { entry in
                 entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
             }
             let problems = await Lifecycle.release(started, of: core)
             core.events.send(ServiceGraphEvent(.scopeClosed))
             // Drop the scope's references most recent first, as the hooks ran.
-            while let entry = created.popLast() {
-                instances.removeValue(forKey: entry.slot)
-            }
-            let waiters = state.withLock { state in
-                defer { state.closing = .closed(problems) }
-                if case .closing(let waiters) = state.closing { return waiters }
-                return []
-            }
+            while !boxes.isEmpty { boxes.removeLast() }
+            let waiters = state.withLock { $0.closing.finish(with: problems) }
             let dependentsWaiters = graph?.scopeFinished(id)
             dependentsWaiters?.resume()
-            for waiter in waiters { waiter.resume(returning: problems) }
+            waiters.resume(returning: problems)
             return problems
         }
     }
 
     /// Whether ``close()`` has been called (or the graph has shut down, or the scope is closing).
-    public var isClosed: Bool { state.withLock { !$0.closing.isOpen } }
+    public var isClosed: Bool { state.withLock { $0.closing.hasStarted } }
 
     private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
         .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")

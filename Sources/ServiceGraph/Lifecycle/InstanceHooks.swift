@@ -1,0 +1,22 @@
+/// A created instance's lifecycle hooks, found with one cast when the instance is made, with the
+/// identity the graph's ``HookClaims`` know it by, worked out once rather than at each claim and
+/// give-back.
+struct InstanceHooks: Sendable {
+    let hooks: any LifecycleHooks
+    /// The object identity of a class instance; nil for a value, which is a new instance each time it
+    /// is made and so is never claimed.
+    let identity: ObjectIdentifier?
+
+    init(_ hooks: any LifecycleHooks) {
+        self.hooks = hooks
+        identity = type(of: hooks as Any) is AnyObject.Type ? ObjectIdentifier(hooks as AnyObject) : nil
+    }
+}
+
+extension AnyFactory {
+    /// The hooks of the freshly made instance in `box`, if its type adopts ``LifecycleHooks``: the one
+    /// cast an instance gets.
+    func instanceHooks(of box: AnyBox) -> InstanceHooks? {
+        hooks(of: box).map(InstanceHooks.init)
+    }
+}

@@ -1,0 +1,90 @@
+/// Where a cleanup that runs once stands: a graph's shutdown, a scope's close, a failed build's
+/// release of what it started.
+///
+/// The first caller to ``start()`` it runs it; a later or concurrent caller finds it running or
+/// finished and, if it needs the outcome, waits for the first run's with ``Locked/outcome(of:)``. A
+/// waiter is a continuation, resumed only by ``finish(with:)``: cancelling a waiting task neither ends
+/// its wait early nor touches the run, and the run itself takes cancellation-proof steps only
+/// (``Lifecycle/release(_:of:)``).
+///
+/// A value kept in its owner's locked state, so that starting the cleanup and the owner's other
+/// changes (refusing new work, taking what is still open) happen together.
+struct Teardown<Outcome: Sendable> {
+    private enum Phase {
+        case notStarted
+        case running(waiters: [CheckedContinuation<Outcome, Never>])
+        case finished(Outcome)
+    }
+
+    /// What a caller of ``start()`` is to do.
+    enum Turn {
+        /// Run the cleanup, then call ``finish(with:)``: this caller came first.
+        case run
+        /// Another caller is running it.
+        case running
+        /// It ran, with this outcome.
+        case finished(Outcome)
+    }
+
+    /// The callers waiting for a run's outcome, to resume once out of the owner's lock.
+    struct Waiters {
+        fileprivate var waiters: [CheckedContinuation<Outcome, Never>] = []
+
+        func resume(returning outcome: Outcome) {
+            for waiter in waiters { waiter.resume(returning: outcome) }
+        }
+    }
+
+    private var phase = Phase.notStarted
+
+    /// Whether the cleanup has started (and new work must be refused).
+    var hasStarted: Bool {
+        if case .notStarted = phase { return false }
+        return true
+    }
+
+    /// Starts the cleanup if nobody has; says who runs it.
+    mutating func start() -> Turn {
+        switch phase {
+        case .notStarted:
+            phase = .running(waiters: [])
+            return .run
+        case .running: return .running
+        case .finished(let outcome): return .finished(outcome)
+        }
+    }
+
+    /// Records the outcome of the run.
+    ///
+    /// - Returns: The callers waiting for it: resume them once out of the owner's lock.
+    mutating func finish(with outcome: Outcome) -> Waiters {
+        defer { phase = .finished(outcome) }
+        guard case .running(let waiters) = phase else { return Waiters() }
+        return Waiters(waiters: waiters)
+    }
+
+    /// The outcome when the cleanup has finished; otherwise keeps `waiter` for ``finish(with:)`` and
+    /// returns nil.
+    fileprivate mutating func outcome(orWait waiter: CheckedContinuation<Outcome, Never>) -> Outcome? {
+        switch phase {
+        case .finished(let outcome):
+            return outcome
+        case .running(var waiters):
+            waiters.append(waiter)
+            phase = .running(waiters: waiters)
+            return nil
+        case .notStarted:
+            preconditionFailure("waiting for a cleanup that has not started")
+        }
+    }
+}
+
+extension Locked {
+    /// Waits for the outcome of the started ``Teardown`` at `teardown` in the locked state.
+    func outcome<Outcome>(of teardown: WritableKeyPath<State, Teardown<Outcome>>) async -> Outcome {
+        await withCheckedContinuation { waiter in
+            let finished = withLock { $0[keyPath: teardown].outcome(orWait: waiter) }
+            if let finished { waiter.resume(returning: finished) }
+        }
+    }
+}
