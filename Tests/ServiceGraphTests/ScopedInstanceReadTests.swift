@@ -92,7 +92,7 @@ struct ScopedInstanceReadTests {
                                 // A read that finds its instance does not suspend: let the close run.
                                 await Task.yield()
                             } catch let error as ServiceGraphError {
-                                #expect(error.code == .scopeClosed)
+                                #expect(error.codes == [.scopeClosed])
                                 return (reads, sawRemoved)
                             }
                         }
@@ -108,7 +108,7 @@ struct ScopedInstanceReadTests {
             #expect(!outcomes.contains { $0.sawRemoved })
             #expect(basket == nil, "the close released the instance")
             let late = await #expect(throws: ServiceGraphError.self) { try await scope.resolve(BasketKey.self) }
-            #expect(late?.code == .scopeClosed)
+            #expect(late?.codes == [.scopeClosed])
         }
         try await graph.shutdown()
     }
