@@ -111,6 +111,11 @@ struct BuildFailureTests {
         let result = await build.result
         let error = try #require(throws: ServiceGraphError.self) { try result.get() }
         #expect(error.codes == [.buildCancelled])
+        // The build returns at once; D, which B's abandoned (and cancelled) factory depends on, is
+        // released as soon as that factory ends, which may be just after the build returned.
+        try await log.waitFor("willRemove D")
+        let deadline = ContinuousClock.now + .seconds(60)
+        while registry.alive > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         #expect(log.count(of: "willRemove D") == 1)
         #expect(registry.alive == 0)
     }
