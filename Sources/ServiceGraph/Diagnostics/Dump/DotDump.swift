@@ -56,21 +56,12 @@ struct DotDump {
             text.write(name, escaping: Self.escapes)
             text.write("\\nmissing provider\", style=\"dashed,filled\", fillcolor=\"#ffe3e3\", color=\"#c92a2a\"];\n")
         }
-        for slot in graph.services.indices {
-            for dependency in graph.dependencies(of: slot) {
-                text.write("  s")
-                text.write(number: slot)
-                switch dependency {
-                case .service(let target):
-                    text.write(" -> s")
-                    text.write(number: target)
-                    text.write(";\n")
-                case .missing(let position):
-                    text.write(" -> m")
-                    text.write(number: position)
-                    text.write(" [style=dashed, color=\"#c92a2a\"];\n")
-                }
-            }
+        graph.forEachEdge { slot, dependency in
+            text.write("  ")
+            text.write(node: .service(slot))
+            text.write(" -> ")
+            text.write(node: dependency)
+            text.write(dependency.isService ? ";\n" : " [style=dashed, color=\"#c92a2a\"];\n")
         }
         text.write("}\n")
         return text.string

@@ -40,6 +40,19 @@ final class DumpText {
     }
 
     /// A non-negative number in decimal.
+    /// The node of a graph format (DOT, Mermaid) that stands for `dependency`: `s3` for a service's
+    /// slot, `m0` for a missing key's position.
+    func write(node dependency: GraphDescription.Dependency) {
+        switch dependency {
+        case .service(let slot):
+            write("s")
+            write(number: slot)
+        case .missing(let position):
+            write("m")
+            write(number: position)
+        }
+    }
+
     func write(number: Int) {
         var divisor = 1
         while divisor <= number / 10 { divisor *= 10 }

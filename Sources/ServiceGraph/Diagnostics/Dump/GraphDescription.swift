@@ -136,6 +136,14 @@ struct GraphDescription: Sendable {
         edges.dependencies(of: slot).lazy.map(Self.dependency)
     }
 
+    /// Calls `body` with every edge, `slot` by `slot`, each slot's dependencies in declaration order:
+    /// the order every graph format draws them in.
+    func forEachEdge(_ body: (_ slot: Int, _ dependency: Dependency) -> Void) {
+        for slot in services.indices {
+            for dependency in dependencies(of: slot) { body(slot, dependency) }
+        }
+    }
+
     /// The `position`th dependency of `slot`.
     func dependency(_ position: Int, of slot: Int) -> Dependency {
         let row = edges.dependencies(of: slot)

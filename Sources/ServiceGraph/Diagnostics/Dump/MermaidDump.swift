@@ -43,20 +43,12 @@ struct MermaidDump {
             text.write(name, escaping: Self.escapes)
             text.write("<br/>missing provider\"]\n")
         }
-        for slot in graph.services.indices {
-            for dependency in graph.dependencies(of: slot) {
-                text.write("    s")
-                text.write(number: slot)
-                switch dependency {
-                case .service(let target):
-                    text.write(" --> s")
-                    text.write(number: target)
-                case .missing(let position):
-                    text.write(" -.-> m")
-                    text.write(number: position)
-                }
-                text.write("\n")
-            }
+        graph.forEachEdge { slot, dependency in
+            text.write("    ")
+            text.write(node: .service(slot))
+            text.write(dependency.isService ? " --> " : " -.-> ")
+            text.write(node: dependency)
+            text.write("\n")
         }
         text.write(
             """
