@@ -15,14 +15,18 @@ struct GraphPlan: Sendable {
     let table: KeyTable
     /// For each slot, whether an override replaced the original provider.
     let overridden: [Bool]
-    /// The problems found while resolving keys (duplicates, unknown overrides); validation adds more.
-    let registrationProblems: [ServiceGraphError.Problem]
+    /// Providers of a key that already had one (the first one stays in the plan), as
+    /// (first, again) pairs in registration order. Validation reports them.
+    let duplicates: [(first: Registration, again: Registration)]
+    /// Overrides of keys that were never provided, in registration order. Validation reports them.
+    let unknownOverrides: [Registration]
 
     var count: Int { providers.count }
 
     init(_ registrations: [Registration]) {
         var table = KeyTable(capacity: registrations.count)
-        var problems: [ServiceGraphError.Problem] = []
+        var duplicates: [(first: Registration, again: Registration)] = []
+        var unknownOverrides: [Registration] = []
         var providers = registrations
         // The common case (no duplicates, no overrides) keeps the registrations as they are, shared.
         var isPlain = true
@@ -43,15 +47,7 @@ struct GraphPlan: Sendable {
                         providers[existing] = registration  // the child's own provider comes first
                         continue
                     }
-                    problems.append(
-                        .init(
-                            .duplicateProvider,
-                            key: registration.name,
-                            site: registration.site.site,
-                            message:
-                                "\(registration.name) is provided twice: first at \(first.site.site), again at \(registration.site.site)"
-                        )
-                    )
+                    duplicates.append((first, registration))
                 } else {
                     providers.append(registration)
                 }
@@ -65,14 +61,7 @@ struct GraphPlan: Sendable {
                     registration.inheritsLifetime ? registration.with(lifetime: replaced.lifetime) : registration
                 overridden[slot] = true
             } else {
-                problems.append(
-                    .init(
-                        .overrideOfUnknownKey,
-                        key: registration.name,
-                        site: registration.site.site,
-                        message: "\(registration.name) is overridden but was never provided"
-                    )
-                )
+                unknownOverrides.append(registration)
             }
         }
 
@@ -89,7 +78,8 @@ struct GraphPlan: Sendable {
         self.edges = edges
         self.table = table
         self.overridden = overridden
-        self.registrationProblems = problems
+        self.duplicates = duplicates
+        self.unknownOverrides = unknownOverrides
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges)
         }

@@ -1,6 +1,6 @@
 /// Finds every problem in a ``GraphPlan`` in one pass over its services and edges.
 ///
-/// Reports, in this order: duplicate providers and unknown overrides (found while planning), missing
+/// Reports, in this order: duplicate providers, unknown overrides, missing
 /// providers, cycles (one per strongly connected component, with one full cycle path through it) and
 /// captive dependencies; and, at a warning's severity, providers that nothing depends on. Runs no
 /// factory.
@@ -23,9 +23,30 @@ struct GraphValidator {
 
     func findings() -> Findings {
         Findings(
-            problems: plan.registrationProblems + missingProviders() + cycles() + captiveDependencies(),
+            problems: registrationProblems() + missingProviders() + cycles() + captiveDependencies(),
             unusedProviders: unusedProviders()
         )
+    }
+
+    /// Duplicate providers, then overrides of keys never provided, as the plan met them.
+    private func registrationProblems() -> [ServiceGraphError.Problem] {
+        let duplicates = plan.duplicates.map { first, again in
+            ServiceGraphError.Problem(
+                .duplicateProvider,
+                key: again.name,
+                site: again.site.site,
+                message: "\(again.name) is provided twice: first at \(first.site.site), again at \(again.site.site)"
+            )
+        }
+        let unknownOverrides = plan.unknownOverrides.map { override in
+            ServiceGraphError.Problem(
+                .overrideOfUnknownKey,
+                key: override.name,
+                site: override.site.site,
+                message: "\(override.name) is overridden but was never provided"
+            )
+        }
+        return duplicates + unknownOverrides
     }
 
     private func unusedProviders() -> [LintWarning] {
