@@ -10,7 +10,13 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
-        .target(name: "ServiceGraph"),
+        .target(
+            name: "ServiceGraph",
+            swiftSettings: [
+                // The core's invariant checks (`_internalInvariant`), in debug builds only.
+                .define("SERVICEGRAPH_INTERNAL_CHECKS", .when(configuration: .debug))
+            ]
+        ),
         .target(name: "ServiceGraphTesting", dependencies: ["ServiceGraph"]),
         .testTarget(
             name: "ServiceGraphTests",

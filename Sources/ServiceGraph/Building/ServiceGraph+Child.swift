@@ -32,23 +32,23 @@ extension ServiceGraph {
     }
 }
 
-extension GraphCore {
+extension _GraphCore {
     /// The registration a child graph takes over for `slot`: the parent's own instance for a
     /// singleton, the same factory (run in the child) for transient and scoped services.
     func inheritedRegistration(at slot: Int, from parent: ServiceGraph) -> Registration {
         let record = records[slot]
         func inherit<Key: ServiceKey>(_ key: Key.Type) -> Registration {
-            let isSingleton = lifetimes[slot] == .singleton
+            let isSingleton = lifetime(of: slot) == .singleton
             let dependencies =
                 isSingleton
                 ? []
                 : dependencies(of: slot).map { records[$0].key }
             var registration = Registration(
                 key: key,
-                lifetime: lifetimes[slot],
+                lifetime: lifetime(of: slot),
                 dependencies: dependencies,
                 site: SiteLiteral(fileID: files[Int(record.fileIndex)], line: UInt(record.line)),
-                factory: isSingleton ? Factory<Key.Value>(borrowing: { parent[key] }) : factory(at: slot),
+                factory: isSingleton ? _Factory<Key.Value>(borrowing: { parent[key] }) : factory(at: slot),
                 isOverride: false
             )
             registration.isInherited = true

@@ -25,7 +25,7 @@ extension ServiceGraph.Builder {
         // A child graph is registered with its parent before anything runs, so the parent's shutdown
         // waits for the build, and a parent that is shut down builds no child.
         let childID = try parent?.childBuildStarted() ?? -1
-        let core = GraphCore(
+        let core = _GraphCore(
             plan: plan,
             hookTimeout: hookTimeout,
             factoryTimeout: factoryTimeout,

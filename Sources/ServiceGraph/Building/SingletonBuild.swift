@@ -1,7 +1,5 @@
 /// What a build recorded: the creation order and how long each service took.
 struct BuildRecord: Sendable {
-    /// Singleton slots in the order they became ready (created and `didAdd` done): a topological order.
-    var order: [Int32] = []
     /// Per slot, how long the factory took in microseconds (-1 for services the build did not create).
     var factoryMicroseconds: [Int32]
     /// Per slot, how long `didAdd` took in microseconds (-1 when it has no hooks or was not created).
@@ -37,7 +35,7 @@ struct BuildRecord: Sendable {
 /// once: work that ignores cancellation is abandoned (an abandoned instance is dropped, or released by
 /// its own task if its `didAdd` had already begun), and the rest is released.
 struct SingletonBuild {
-    private let core: GraphCore
+    private let core: _GraphCore
     private let plan: GraphPlan
     private var waiting: [Int]
     private var ready: [Int] = []
@@ -59,12 +57,12 @@ struct SingletonBuild {
     /// reports no hooks whatever its type).
     private var typesWithoutHooks: Set<ObjectIdentifier> = []
 
-    init(plan: GraphPlan, core: GraphCore) {
+    init(plan: GraphPlan, core: _GraphCore) {
         self.core = core
         self.plan = plan
         self.record = BuildRecord(count: core.count)
         self.waiting = (0..<core.count).map { plan.edges.dependencies(of: $0).count }
-        for slot in 0..<core.count where core.lifetimes[slot] == .singleton && waiting[slot] == 0 {
+        for slot in 0..<core.count where core.lifetime(of: slot) == .singleton && waiting[slot] == 0 {
             ready.append(slot)
         }
     }
@@ -117,12 +115,12 @@ struct SingletonBuild {
             let (now, later) = partitionStartedByAbandonedWork()
             problems += await Lifecycle.release(now, of: core)
             releaseWhenAbandonedWorkEnds(later)
-            core.singletons.removeAll()
+            core.releaseSingletons()
             let error = ServiceGraphError(problems)
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
             return .failure(error)
         }
-        core.releaseFactories { core.lifetimes[$0] == .singleton }
+        core.releaseFactories { core.lifetime(of: $0) == .singleton }
         core.events.send(ServiceGraphEvent(.buildFinished, duration: record.totalDuration))
         return .success(record)
     }
@@ -191,9 +189,8 @@ struct SingletonBuild {
                 continue
             }
             let start = clock.now
-            var arguments = Arguments(core: core, scope: nil, slot: slot)
             do {
-                let box = try factory.makeBoxNow(&arguments)
+                let box = try core.makeBoxSynchronously(at: slot)
                 let elapsed = start.duration(to: clock.now)
                 if let hooks = hooks(of: box, madeBy: factory) {
                     running[slot] = UnretainingTask.start { [core, inbox] in
@@ -210,7 +207,7 @@ struct SingletonBuild {
 
     /// The hooks of a freshly made instance that this graph must run, remembering the types that have
     /// none; nil as well when the instance's hooks are already run by this graph or an ancestor.
-    private mutating func hooks(of box: AnyBox, madeBy factory: AnyFactory) -> InstanceHooks? {
+    private mutating func hooks(of box: _AnyBox, madeBy factory: _AnyFactory) -> InstanceHooks? {
         if factory.isBorrowed { return nil }
         let type = factory.instanceType(of: box)
         if typesWithoutHooks.contains(type) { return nil }
@@ -222,15 +219,14 @@ struct SingletonBuild {
     }
 
     /// Runs an asynchronous factory (within the factory timeout), then `didAdd`.
-    private static func create(_ slot: Int, in core: GraphCore, reportingTo inbox: BuildInbox) async {
+    private static func create(_ slot: Int, in core: _GraphCore, reportingTo inbox: BuildInbox) async {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = core.factoryTimeout.map { FactoryDeadline($0, slot: slot, inbox: inbox) }
-        var arguments = Arguments(core: core, scope: nil, slot: slot)
         let factory = core.factory(at: slot)
-        let box: AnyBox
+        let box: _AnyBox
         do {
-            box = try await factory.makeBox(&arguments)
+            box = try await core.makeBox(at: slot, in: nil)
         } catch {
             if deadline?.factoryFinished() ?? true {
                 inbox.post(.failed(slot: slot, core.failure(error, at: slot)))
@@ -250,10 +246,10 @@ struct SingletonBuild {
     /// Runs `didAdd` on a created instance whose hooks this graph claimed.
     private static func start(
         _ slot: Int,
-        _ box: AnyBox,
+        _ box: _AnyBox,
         hooks: InstanceHooks,
         factory: Duration,
-        in core: GraphCore,
+        in core: _GraphCore,
         reportingTo inbox: BuildInbox
     ) async {
         // An abandoned build starts nothing more: a service that never started is never stopped.
@@ -286,20 +282,19 @@ struct SingletonBuild {
     /// Records a ready service and makes its dependents ready when it was their last dependency.
     private mutating func finish(
         _ slot: Int,
-        _ box: AnyBox,
+        _ box: _AnyBox,
         factory: Duration,
         didAdd: Duration?,
         hooks: InstanceHooks?
     ) {
-        core.singletons.store(box, at: slot)
+        core.storeSingleton(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
-        record.order.append(Int32(slot))
         record.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
         record.didAddMicroseconds[slot] = didAdd.map { Int32(clamping: $0.wholeMicroseconds) } ?? -1
         if let hooks { record.started.append(StartedService(slot: slot, hooks: hooks)) }
         for dependent in plan.edges.dependents(of: slot) {
             waiting[dependent] -= 1
-            if waiting[dependent] == 0 && core.lifetimes[dependent] == .singleton { ready.append(dependent) }
+            if waiting[dependent] == 0 && core.lifetime(of: dependent) == .singleton { ready.append(dependent) }
         }
     }
 
@@ -319,7 +314,7 @@ struct SingletonBuild {
 /// What a service's task reports to the build's coordinator.
 enum BuildStep: Sendable {
     /// Made and, if it has hooks this graph runs, started.
-    case created(slot: Int, box: AnyBox, hooks: InstanceHooks?, factory: Duration, didAdd: Duration?)
+    case created(slot: Int, box: _AnyBox, hooks: InstanceHooks?, factory: Duration, didAdd: Duration?)
     case failed(slot: Int, ServiceGraphError)
     /// The factory ran past the factory timeout; the build abandons it.
     case factoryTimedOut(slot: Int, limit: Duration)

@@ -14,7 +14,7 @@ public protocol ServiceKey: Sendable {
     /// The name used for this key in errors and dumps.
     ///
     /// The default is the key's type name without its module, for example `Outer.DatabaseKey`, and
-    /// without the standard library's (`Box<Int>`, not `Box<Swift.Int>`). Where two keys of one graph
+    /// without the standard library's (`_Box<Int>`, not `_Box<Swift.Int>`). Where two keys of one graph
     /// would read alike (`ConfigKey` from two modules), errors and dumps qualify the default name with
     /// its module (`FeatureModule.ConfigKey`); a name a key gives itself is used as given.
     static var serviceName: String { get }

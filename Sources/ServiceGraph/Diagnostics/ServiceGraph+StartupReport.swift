@@ -3,7 +3,7 @@ extension ServiceGraph {
     ///
     /// - Complexity: O(services + edges).
     public func startupReport(slowest limit: Int = 5) -> StartupReport {
-        let order = record.order.map { Int($0) }
+        let order = core.creationOrder
         func entry(_ slot: Int) -> StartupReport.Entry {
             StartupReport.Entry(
                 key: core.name(slot),

@@ -13,10 +13,10 @@ struct InstanceHooks: Sendable {
     }
 }
 
-extension AnyFactory {
+extension _AnyFactory {
     /// The hooks of the freshly made instance in `box`, if its type adopts ``LifecycleHooks``: the one
     /// cast an instance gets.
-    func instanceHooks(of box: AnyBox) -> InstanceHooks? {
+    func instanceHooks(of box: _AnyBox) -> InstanceHooks? {
         hooks(of: box).map(InstanceHooks.init)
     }
 }

@@ -8,7 +8,7 @@ struct StartedService: Sendable {
 /// the service.
 enum Lifecycle {
     /// Calls `didAdd` on a freshly created instance.
-    static func didAdd(_ hooks: InstanceHooks, of slot: Int, in core: GraphCore) async throws(ServiceGraphError) {
+    static func didAdd(_ hooks: InstanceHooks, of slot: Int, in core: _GraphCore) async throws(ServiceGraphError) {
         if let problem = await run(.didAdd, of: slot, in: core, hooks.hooks.didAdd) {
             throw ServiceGraphError(problem)
         }
@@ -23,13 +23,13 @@ enum Lifecycle {
     /// by the graph's hook timeout only.
     ///
     /// - Returns: One problem per hook that failed, in the order they ran.
-    static func release(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
+    static func release(_ started: [StartedService], of core: _GraphCore) async -> [ServiceGraphError.Problem] {
         guard !started.isEmpty else { return [] }
         return await UnretainingTask.start { await releaseInPlace(started, of: core) }.value
     }
 
     /// ``release(_:of:)`` in the calling task, for callers that are tasks of their own.
-    static func releaseInPlace(_ started: [StartedService], of core: GraphCore) async -> [ServiceGraphError.Problem] {
+    static func releaseInPlace(_ started: [StartedService], of core: _GraphCore) async -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for service in started.reversed() {
             if let problem = await run(.willRemove, of: service.slot, in: core, service.hooks.hooks.willRemove) {
@@ -44,7 +44,7 @@ enum Lifecycle {
     private static func run(
         _ kind: ServiceGraphEvent.Kind,
         of slot: Int,
-        in core: GraphCore,
+        in core: _GraphCore,
         _ hook: @escaping @Sendable () async throws -> Void
     ) async -> ServiceGraphError.Problem? {
         let name = core.name(slot)
@@ -118,7 +118,7 @@ enum Lifecycle {
 
 extension Lifecycle {
     /// The problem of an asynchronous factory abandoned after `limit`.
-    static func factoryTimedOut(_ slot: Int, after limit: Duration, in core: GraphCore) -> ServiceGraphError.Problem {
+    static func factoryTimedOut(_ slot: Int, after limit: Duration, in core: _GraphCore) -> ServiceGraphError.Problem {
         let name = core.name(slot)
         return .init(
             .factoryTimedOut,

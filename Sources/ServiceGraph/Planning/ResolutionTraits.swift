@@ -2,23 +2,24 @@
 struct ResolutionTraits {
     /// Whether resolving needs no suspension: a singleton, or a transient whose factory and
     /// dependencies are all synchronous and need no scope.
-    var resolvesNow: [Bool]
+    var resolvesSynchronously: [Bool]
     /// Whether resolving needs a ``ServiceScope``: scoped, or depending on a scoped service.
     var needsScope: [Bool]
 
     /// Computes the traits of a valid plan (no missing edges, no cycles).
     init(_ plan: GraphPlan) {
-        resolvesNow = Array(repeating: false, count: plan.count)
+        resolvesSynchronously = Array(repeating: false, count: plan.count)
         needsScope = Array(repeating: false, count: plan.count)
         for slot in Topology.order(of: plan.edges) {
             let provider = plan.providers[slot]
             let dependencies = plan.edges.dependencies(of: slot)
             needsScope[slot] = provider.lifetime == .scoped || dependencies.contains { needsScope[$0] }
             switch provider.lifetime {
-            case .singleton: resolvesNow[slot] = true
-            case .scoped: resolvesNow[slot] = false
+            case .singleton: resolvesSynchronously[slot] = true
+            case .scoped: resolvesSynchronously[slot] = false
             case .transient:
-                resolvesNow[slot] = provider.factory.isSynchronous && dependencies.allSatisfy { resolvesNow[$0] }
+                resolvesSynchronously[slot] =
+                    provider.factory.isSynchronous && dependencies.allSatisfy { resolvesSynchronously[$0] }
             }
         }
     }

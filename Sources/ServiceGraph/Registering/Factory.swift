@@ -1,108 +1,102 @@
 /// A provider's factory with its typed parameters erased, so providers of every shape share one list.
 ///
-/// Each `provide` call wraps the user's closure in thunks that pull the declared dependencies out of
-/// ``Arguments`` in declaration order. `provide` is inlinable so the thunks are compiled, specialized,
-/// in the module that declares the keys: resolving then runs no generic code. The synchronous thunk
-/// exists only for synchronous factories.
+/// Each `provide` call wraps the user's closure in thunks that pull the declared dependencies out of a
+/// ``_GraphCore/_UnsafeResolver`` in declaration order. `provide` is inlinable so the thunks are
+/// compiled, specialized, in the module that declares the keys: resolving then runs no generic code.
+/// The synchronous thunk exists only for synchronous factories.
 @usableFromInline
-class AnyFactory: @unchecked Sendable {
-    @usableFromInline
-    init() {}
-
+class _AnyFactory: @unchecked Sendable {
     /// Whether the factory itself can run without `await`.
-    var isSynchronous: Bool { false }
+    @usableFromInline
+    let isSynchronous: Bool
 
     /// Whether the factory hands out an instance another graph owns (a child graph's view of its
     /// parent's singleton), whose hooks that graph runs.
-    var isBorrowed: Bool { false }
+    let isBorrowed: Bool
+
+    @usableFromInline
+    init(isSynchronous: Bool, isBorrowed: Bool) {
+        self.isSynchronous = isSynchronous
+        self.isBorrowed = isBorrowed
+    }
 
     /// The lifecycle hooks of the instance in `box`, if its dynamic type adopts ``LifecycleHooks``.
-    func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
+    func hooks(of box: _AnyBox) -> (any LifecycleHooks)? {
         preconditionFailure("abstract")
     }
 
     /// The dynamic type of the instance in `box`, to remember which types have no hooks.
-    func instanceType(of box: AnyBox) -> ObjectIdentifier {
+    func instanceType(of box: _AnyBox) -> ObjectIdentifier {
         preconditionFailure("abstract")
     }
 
     /// Runs the synchronous factory. Only called when ``isSynchronous`` is true.
-    func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
+    func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
         preconditionFailure("abstract")
     }
 
     /// Runs the factory, awaiting dependencies that need it.
-    func makeBox(_ arguments: inout Arguments) async throws -> AnyBox {
+    func makeBox(_ resolver: inout _GraphCore._UnsafeResolver) async throws -> _AnyBox {
         preconditionFailure("abstract")
     }
 }
 
 /// The factory of a provider whose key's value is `Value`. Immutable once made.
 @usableFromInline
-final class Factory<Value: Sendable>: AnyFactory, @unchecked Sendable {
+final class _Factory<Value: Sendable>: _AnyFactory, @unchecked Sendable {
     @usableFromInline
-    typealias SyncThunk = @Sendable (inout Arguments) throws -> Value
+    typealias SyncThunk = @Sendable (inout _GraphCore._UnsafeResolver) throws -> Value
     @usableFromInline
-    typealias AsyncThunk = @Sendable (inout Arguments) async throws -> Value
+    typealias AsyncThunk = @Sendable (inout _GraphCore._UnsafeResolver) async throws -> Value
 
     /// The synchronous thunk; for an asynchronous factory, one that throws
     /// ``ServiceGraphError/Code/requiresAwait`` (not optional, so calling it loads one closure).
     @usableFromInline
-    let makeNow: SyncThunk
-    @usableFromInline
-    let hasSynchronousFactory: Bool
+    let makeSynchronously: SyncThunk
     @usableFromInline
     let make: AsyncThunk
-    /// `Box<Value>`, looked up once where the factory is made (specialized, in the module that
+    /// `_Box<Value>`, looked up once where the factory is made (specialized, in the module that
     /// provides it) so that boxing an instance does not look up generic metadata again.
     @usableFromInline
-    let boxType: Box<Value>.Type
+    let boxType: _Box<Value>.Type
     /// `$0 as? any LifecycleHooks`, compiled where the factory is made: for a concrete `Value` the
     /// compiler decides the cast statically, instead of a dynamic cast per instance.
     @usableFromInline
     let hooksOf: @Sendable (Value) -> (any LifecycleHooks)?
-    /// See ``AnyFactory/isBorrowed``.
-    @usableFromInline
-    let borrows: Bool
 
     @inlinable
-    init(makeNow: SyncThunk?, make: @escaping AsyncThunk) {
-        self.makeNow = makeNow ?? { _ in throw ServiceGraphError.asynchronousFactory(Value.self) }
-        self.hasSynchronousFactory = makeNow != nil
+    init(makeSynchronously: SyncThunk?, make: @escaping AsyncThunk) {
+        self.makeSynchronously =
+            makeSynchronously ?? { _ in throw ServiceGraphError.asynchronousFactory(Value.self) }
         self.make = make
-        self.boxType = Box<Value>.self
+        self.boxType = _Box<Value>.self
         self.hooksOf = { $0 as? any LifecycleHooks }
-        self.borrows = false
+        super.init(isSynchronous: makeSynchronously != nil, isBorrowed: false)
     }
 
     /// A factory that hands out an instance another graph owns (a child graph's view of its parent's
     /// singleton): the owner runs its hooks, so this one reports none.
     init(borrowing read: @escaping @Sendable () -> Value) {
-        self.makeNow = { _ in read() }
-        self.hasSynchronousFactory = true
+        self.makeSynchronously = { _ in read() }
         self.make = { _ in read() }
-        self.boxType = Box<Value>.self
+        self.boxType = _Box<Value>.self
         self.hooksOf = { _ in nil }
-        self.borrows = true
+        super.init(isSynchronous: true, isBorrowed: true)
     }
 
-    override func hooks(of box: AnyBox) -> (any LifecycleHooks)? {
-        hooksOf(unsafeDowncast(box, to: Box<Value>.self).value)
+    override func hooks(of box: _AnyBox) -> (any LifecycleHooks)? {
+        hooksOf(box._unsafeValue(as: Value.self))
     }
 
-    override func instanceType(of box: AnyBox) -> ObjectIdentifier {
-        ObjectIdentifier(type(of: unsafeDowncast(box, to: Box<Value>.self).value) as Any.Type)
+    override func instanceType(of box: _AnyBox) -> ObjectIdentifier {
+        ObjectIdentifier(type(of: box._unsafeValue(as: Value.self)) as Any.Type)
     }
 
-    override var isSynchronous: Bool { hasSynchronousFactory }
-
-    override var isBorrowed: Bool { borrows }
-
-    override func makeBoxNow(_ arguments: inout Arguments) throws -> AnyBox {
-        boxType.init(try makeNow(&arguments))
+    override func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
+        boxType.init(try makeSynchronously(&resolver))
     }
 
-    override func makeBox(_ arguments: inout Arguments) async throws -> AnyBox {
-        boxType.init(try await make(&arguments))
+    override func makeBox(_ resolver: inout _GraphCore._UnsafeResolver) async throws -> _AnyBox {
+        boxType.init(try await make(&resolver))
     }
 }

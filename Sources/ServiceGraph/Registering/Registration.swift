@@ -4,7 +4,7 @@ struct Registration: Sendable {
     let lifetime: Lifetime
     let dependencies: [any ServiceKey.Type]
     let site: SiteLiteral
-    let factory: AnyFactory
+    let factory: _AnyFactory
     /// Whether this registration replaces an earlier provider of the same key (see `override`).
     let isOverride: Bool
     /// For an override without a lifetime of its own: take the replaced provider's.

@@ -24,9 +24,9 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: Factory<Key.Value>(
-                makeNow: { arguments in try factory() },
-                make: { arguments in try factory() }
+            factory: _Factory<Key.Value>(
+                makeSynchronously: { resolver in try factory() },
+                make: { resolver in try factory() }
             )
         )
     }
@@ -49,9 +49,9 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: Factory<Key.Value>(
-                makeNow: { arguments in try factory(try arguments.next(D1.self)) },
-                make: { arguments in try factory(try await arguments.nextAwaiting(D1.self)) }
+            factory: _Factory<Key.Value>(
+                makeSynchronously: { resolver in try factory(try resolver.next(D1.self)) },
+                make: { resolver in try factory(try await resolver.nextAwaiting(D1.self)) }
             )
         )
     }
@@ -75,10 +75,10 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: Factory<Key.Value>(
-                makeNow: { arguments in try factory(try arguments.next(D1.self), try arguments.next(D2.self)) },
-                make: { arguments in
-                    try factory(try await arguments.nextAwaiting(D1.self), try await arguments.nextAwaiting(D2.self))
+            factory: _Factory<Key.Value>(
+                makeSynchronously: { resolver in try factory(try resolver.next(D1.self), try resolver.next(D2.self)) },
+                make: { resolver in
+                    try factory(try await resolver.nextAwaiting(D1.self), try await resolver.nextAwaiting(D2.self))
                 }
             )
         )
@@ -104,15 +104,15 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: Factory<Key.Value>(
-                makeNow: { arguments in
-                    try factory(try arguments.next(D1.self), try arguments.next(D2.self), try arguments.next(D3.self))
+            factory: _Factory<Key.Value>(
+                makeSynchronously: { resolver in
+                    try factory(try resolver.next(D1.self), try resolver.next(D2.self), try resolver.next(D3.self))
                 },
-                make: { arguments in
+                make: { resolver in
                     try factory(
-                        try await arguments.nextAwaiting(D1.self),
-                        try await arguments.nextAwaiting(D2.self),
-                        try await arguments.nextAwaiting(D3.self)
+                        try await resolver.nextAwaiting(D1.self),
+                        try await resolver.nextAwaiting(D2.self),
+                        try await resolver.nextAwaiting(D3.self)
                     )
                 }
             )
@@ -140,21 +140,21 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: Factory<Key.Value>(
-                makeNow: { arguments in
+            factory: _Factory<Key.Value>(
+                makeSynchronously: { resolver in
                     try factory(
-                        try arguments.next(D1.self),
-                        try arguments.next(D2.self),
-                        try arguments.next(D3.self),
-                        try arguments.next(D4.self)
+                        try resolver.next(D1.self),
+                        try resolver.next(D2.self),
+                        try resolver.next(D3.self),
+                        try resolver.next(D4.self)
                     )
                 },
-                make: { arguments in
+                make: { resolver in
                     try factory(
-                        try await arguments.nextAwaiting(D1.self),
-                        try await arguments.nextAwaiting(D2.self),
-                        try await arguments.nextAwaiting(D3.self),
-                        try await arguments.nextAwaiting(D4.self)
+                        try await resolver.nextAwaiting(D1.self),
+                        try await resolver.nextAwaiting(D2.self),
+                        try await resolver.nextAwaiting(D3.self),
+                        try await resolver.nextAwaiting(D4.self)
                     )
                 }
             )

@@ -163,12 +163,12 @@ extension ServiceGraph.Builder {
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        let erased = Factory<Key.Value>(
-            makeNow: { arguments in
-                try factory(repeat try arguments.next((each Dependency).self))
+        let erased = _Factory<Key.Value>(
+            makeSynchronously: { resolver in
+                try factory(repeat try resolver.next((each Dependency).self))
             },
-            make: { arguments in
-                try factory(repeat try await arguments.nextAwaiting((each Dependency).self))
+            make: { resolver in
+                try factory(repeat try await resolver.nextAwaiting((each Dependency).self))
             }
         )
         append(
@@ -193,10 +193,10 @@ extension ServiceGraph.Builder {
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        let erased = Factory<Key.Value>(
-            makeNow: nil,
-            make: { arguments in
-                try await factory(repeat try await arguments.nextAwaiting((each Dependency).self))
+        let erased = _Factory<Key.Value>(
+            makeSynchronously: nil,
+            make: { resolver in
+                try await factory(repeat try await resolver.nextAwaiting((each Dependency).self))
             }
         )
         append(
@@ -228,7 +228,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
-        factory: AnyFactory
+        factory: _AnyFactory
     ) {
         var registration = Registration(
             key: key,

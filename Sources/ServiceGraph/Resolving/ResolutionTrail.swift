@@ -2,7 +2,7 @@
 /// asks a graph or scope it captured for a service that is being made, directly or through others.
 ///
 /// Declared dependencies cannot form a cycle (validation refuses them), so a trail entry is needed only
-/// where a chain of factories starts: ``GraphCore/value(at:as:in:)``, the entry point of `resolve`, pushes
+/// where a chain of factories starts: ``_GraphCore/value(at:as:in:)``, the entry point of `resolve`, pushes
 /// an asynchronous transient (owned by its graph's core), and a scope's creation task pushes the scoped
 /// instance it makes (owned by the scope). Synchronous chains keep their entries on the cheaper
 /// ``ThreadTrail``.

@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// A built, validated service graph: its singletons created in dependency order, ready to read.
 ///
 /// Make one with a ``Builder``. A graph is immutable and `Sendable`: reading a singleton with the
@@ -16,7 +14,7 @@ public import Synchronization
 /// which the graph keeps until it is itself deallocated, then drops in reverse creation order.
 public final class ServiceGraph: Sendable {
     @usableFromInline
-    let core: GraphCore
+    let core: _GraphCore
     let record: BuildRecord
     /// The graph this one is a child of: kept alive as long as the child lives.
     let parent: ServiceGraph?
@@ -31,7 +29,7 @@ public final class ServiceGraph: Sendable {
         /// The graph's one shutdown; later and concurrent calls wait for the first.
         var shutdown = Teardown<[ServiceGraphError.Problem]>()
         /// Where a scope keeps each scoped instance; made on the first scope.
-        var scopeLayout: ScopeLayout?
+        var scopeLayout: _GraphCore.ScopeLayout?
         /// Open scopes, weakly: the graph does not keep a scope alive.
         var scopes: [Int: WeakReference<ServiceScope>] = [:]
         /// Live child graphs, weakly (a child keeps its parent alive, not the reverse).
@@ -43,7 +41,7 @@ public final class ServiceGraph: Sendable {
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(core: GraphCore, record: BuildRecord, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
+    init(core: _GraphCore, record: BuildRecord, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
         self.core = core
         self.record = record
         self.parent = parent
@@ -112,9 +110,9 @@ public final class ServiceGraph: Sendable {
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
-        guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
-        if core.reportsResolves { return try core.valueNowReporting(at: slot, as: key, in: nil) }
-        return try core.valueNow(at: slot, as: key, in: nil)
+        guard core.resolvesSynchronously(slot) else { throw core.cannotResolveSynchronouslyError(slot) }
+        if core.reportsResolves { return try core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
+        return try core.valueSynchronously(at: slot, as: key, in: nil)
     }
 
     /// Resolves `key`, of any lifetime but scoped, awaiting asynchronous factories.
@@ -136,13 +134,13 @@ public final class ServiceGraph: Sendable {
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try resolvableSlot(of: key)
         if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: nil) }
-        return try await core.value(at: slot, as: key, in: nil)
+        return try await core.value(at: slot, as: key, in: nil, startsChain: true)
     }
 
     @inlinable
     func resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
         guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
-        guard !core.isShutDown.load(ordering: .relaxed) else { throw core.shutDownError(key) }
+        guard !core.isShutDown() else { throw core.shutDownError(key) }
         return slot
     }
 
@@ -160,7 +158,7 @@ public final class ServiceGraph: Sendable {
             guard !state.shutdown.hasStarted else {
                 throw ServiceGraphError(core.shutDownProblem("a new scope"))
             }
-            let layout = state.scopeLayout ?? ScopeLayout(core: core)
+            let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: core)
             state.scopeLayout = layout
             let scope = ServiceScope(graph: self, layout: layout, id: state.nextID)
             state.scopes[state.nextID] = WeakReference(scope)
@@ -249,7 +247,7 @@ public final class ServiceGraph: Sendable {
             case .finished(let problems): return .done(problems)
             case .running: return .wait
             case .run:
-                core.isShutDown.store(true, ordering: .releasing)
+                core.markShutDown()
                 let children = state.children.sorted { $0.key > $1.key }.compactMap { $0.value.object }
                 let scopes = state.scopes.sorted { $0.key > $1.key }.compactMap { $0.value.object }
                 return .run(children: children, scopes: scopes)
@@ -308,6 +306,6 @@ public final class ServiceGraph: Sendable {
 
     /// The singletons' key names in the order they were created (a topological order).
     public var initializationOrder: [String] {
-        record.order.map { core.name(Int($0)) }
+        core.creationOrder.map { core.name($0) }
     }
 }

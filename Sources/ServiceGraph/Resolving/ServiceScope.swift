@@ -12,11 +12,11 @@
 /// ```
 public final class ServiceScope: Sendable {
     @usableFromInline
-    let core: GraphCore
+    let core: _GraphCore
     let id: Int
     private weak let graph: ServiceGraph?
     /// The created instances, read without a lock.
-    private let instances: ScopeInstances
+    private let instances: _GraphCore.ScopeCells
     /// The resolves in flight, which a close waits for.
     private let resolves = ResolveGate()
     private let state: Locked<State>
@@ -28,7 +28,7 @@ public final class ServiceScope: Sendable {
     }
 
     private struct State {
-        /// The instances being made, by slot. A task publishes its instance in ``ScopeInstances`` and
+        /// The instances being made, by slot. A task publishes its instance in ``_GraphCore/ScopeCells`` and
         /// leaves this list at once, so it holds no instance itself once done.
         var creating: [Int: Task<Void, any Error>] = [:]
         /// Created instances in creation order; those with hooks must get `willRemove`.
@@ -37,11 +37,11 @@ public final class ServiceScope: Sendable {
         var closing = Teardown<[ServiceGraphError.Problem]>()
     }
 
-    init(graph: ServiceGraph, layout: ScopeLayout, id: Int) {
+    init(graph: ServiceGraph, layout: _GraphCore.ScopeLayout, id: Int) {
         self.core = graph.core
         self.graph = graph
         self.id = id
-        self.instances = ScopeInstances(layout: layout)
+        self.instances = _GraphCore.ScopeCells(layout: layout)
         self.state = Locked(State())
     }
 
@@ -52,7 +52,7 @@ public final class ServiceScope: Sendable {
             guard case .run = state.closing.start() else { return nil }
             _ = state.closing.finish(with: [])
             defer { state.created = [] }
-            var boxes: [AnyBox] = []
+            var boxes: [_AnyBox] = []
             var owed: [StartedService] = []
             for entry in state.created {
                 if let box = instances.take(entry.slot) { boxes.append(box) }
@@ -114,8 +114,8 @@ public final class ServiceScope: Sendable {
         defer { leave() }
         if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: self) }
         // A scoped instance already created is read here, as fast as a singleton.
-        if let box = createdBox(at: slot) { return ScopeInstances.value(in: box, as: Key.Value.self) }
-        return try await core.value(at: slot, as: key, in: self)
+        if let box = createdBox(at: slot) { return box.value(as: Key.Value.self) }
+        return try await core.value(at: slot, as: key, in: self, startsChain: true)
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient whose chain is synchronous and
@@ -127,9 +127,9 @@ public final class ServiceScope: Sendable {
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try enter(key)
         defer { leave() }
-        guard core.resolvesNow[slot] else { throw core.cannotResolveNowError(slot) }
-        if core.reportsResolves { return try core.valueNowReporting(at: slot, as: key, in: self) }
-        return try core.valueNow(at: slot, as: key, in: self)
+        guard core.resolvesSynchronously(slot) else { throw core.cannotResolveSynchronouslyError(slot) }
+        if core.reportsResolves { return try core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
+        return try core.valueSynchronously(at: slot, as: key, in: self)
     }
 
     /// Starts a resolve of `key`: its slot, counted as in flight until ``leave()``, so that closing
@@ -171,7 +171,7 @@ public final class ServiceScope: Sendable {
     @inlinable
     nonisolated(nonsending) func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
         if let box = createdBox(at: slot) {
-            return ScopeInstances.value(in: box, as: Key.Value.self)
+            return box.value(as: Key.Value.self)
         }
         return try await makeInstance(at: slot, as: key)
     }
@@ -179,7 +179,7 @@ public final class ServiceScope: Sendable {
     /// The box of the instance at `slot` if it is a scoped service already created and the scope is
     /// open, not retained: the caller is a resolve in flight, which keeps it alive.
     @usableFromInline
-    func createdBox(at slot: Int) -> Unmanaged<AnyBox>? {
+    func createdBox(at slot: Int) -> _GraphCore._PublishedBox? {
         guard !resolves.isClosing else { return nil }
         return instances.box(at: slot)
     }
@@ -210,7 +210,7 @@ public final class ServiceScope: Sendable {
         }
         // Made, then released by a close that came in between.
         guard let box = instances.box(at: slot) else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
-        return ScopeInstances.value(in: box, as: Key.Value.self)
+        return box.value(as: Key.Value.self)
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
@@ -223,16 +223,15 @@ public final class ServiceScope: Sendable {
     }
 
     private func makeAndAdd(_ slot: Int) async throws {
-        var arguments = Arguments(core: core, scope: self, slot: slot)
         let factory = core.factory(at: slot)
-        let box: AnyBox
+        let box: _AnyBox
         let clock = ContinuousClock()
         let start = clock.now
         do {
             if let limit = core.factoryTimeout, !factory.isSynchronous {
-                box = try await make(slot, by: factory, within: limit)
+                box = try await make(slot, within: limit)
             } else {
-                box = try await factory.makeBox(&arguments)
+                box = try await core.makeBox(at: slot, in: self)
             }
             core.events.send(
                 ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
@@ -263,18 +262,18 @@ public final class ServiceScope: Sendable {
 
     /// Runs an asynchronous factory, abandoning it (cancelled, left to finish on its own, its instance
     /// dropped) when it runs past the graph's factory timeout.
-    private func make(_ slot: Int, by factory: AnyFactory, within limit: Duration) async throws -> AnyBox {
-        let made = Locked<AnyBox?>(nil)
+    private func make(_ slot: Int, within limit: Duration) async throws -> _AnyBox {
+        let made = Locked<_AnyBox?>(nil)
         do {
             try await Lifecycle.withTimeout(limit) { [self] in
-                var arguments = Arguments(core: core, scope: self, slot: slot)
-                let box = try await factory.makeBox(&arguments)
+                let box = try await core.makeBox(at: slot, in: self)
                 made.withLock { $0 = box }
             }
         } catch is HookTimedOut {
             throw FactoryTimedOut(limit: limit)
         }
-        return made.withLock { $0 }.unsafelyUnwrapped
+        // The closure ran to its end: a timeout throws instead.
+        return made.withLock { $0 }!
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
@@ -360,9 +359,9 @@ public final class ServiceScope: Sendable {
 private final class DroppedScope: Sendable {
     private let owed: Locked<[StartedService]>
     /// In creation order.
-    private let boxes: Locked<[AnyBox]>
+    private let boxes: Locked<[_AnyBox]>
 
-    init(owed: [StartedService], boxes: [AnyBox]) {
+    init(owed: [StartedService], boxes: [_AnyBox]) {
         self.owed = Locked(owed)
         self.boxes = Locked(boxes)
     }
@@ -370,7 +369,7 @@ private final class DroppedScope: Sendable {
     var owesHooks: Bool { owed.withLock { !$0.isEmpty } }
 
     /// The services whose hooks are owed, in the order the hooks run (most recent first).
-    func owedNames(in core: GraphCore) -> String {
+    func owedNames(in core: _GraphCore) -> String {
         owed.withLock { $0.reversed().map { core.name($0.slot) }.joined(separator: ", ") }
     }
 

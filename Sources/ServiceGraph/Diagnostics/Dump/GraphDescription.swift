@@ -102,7 +102,7 @@ struct GraphDescription: Sendable {
     /// Describes a built graph, or the part of one a failed build created.
     ///
     /// - Complexity: O(services + edges), with one reflection per key and per value type.
-    init(core: GraphCore, record: BuildRecord) {
+    init(core: _GraphCore, record: BuildRecord) {
         let names = core.keyNames.all
         let files = core.files.map(\.description)
         var valueTypes = TypeName.ValueTypeNames()
@@ -121,7 +121,7 @@ struct GraphDescription: Sendable {
             count: core.count,
             edgeCount: core.edgeCount
         )
-        initializationOrder = record.order.map { Int($0) }
+        initializationOrder = core.creationOrder
         totalDuration = record.totalDuration
         isBuilt = true
         for (index, slot) in initializationOrder.enumerated() {

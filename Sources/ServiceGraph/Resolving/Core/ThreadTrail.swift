@@ -39,7 +39,7 @@ enum ThreadTrail {
     /// - Complexity: O(1) outside any chain; O(*n*) in the number of synchronous chains the thread is
     ///   inside of (chains started by factories through captured graphs); amortized O(1) allocation.
     @usableFromInline
-    static func enter(_ slot: Int, of core: GraphCore) throws(ServiceGraphError) -> UnsafeMutablePointer<Buffer> {
+    static func enter(_ slot: Int, of core: _GraphCore) throws(ServiceGraphError) -> UnsafeMutablePointer<Buffer> {
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
         let trail = Buffer.current(core.threadTrail.key)
         let owner = ObjectIdentifier(core)

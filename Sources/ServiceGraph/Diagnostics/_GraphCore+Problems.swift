@@ -1,0 +1,123 @@
+/// The text of every problem the resolve path reports: the core calls these on its cold paths.
+extension _GraphCore {
+    /// The error for a service asked for while the same task is making it: its factory, or one it
+    /// calls, asked a graph or scope it captured for it.
+    func reentrantError(_ slot: Int) -> ServiceGraphError {
+        let name = name(slot)
+        return ServiceGraphError(
+            .init(
+                .reentrantResolution,
+                key: name,
+                site: site(slot),
+                message: "\(name) was resolved again while it was being made: its factory, or one it calls, asks "
+                    + "the graph or a scope for \(name) (a cycle the declared dependencies do not show)"
+            )
+        )
+    }
+
+    /// Wraps a factory's error in a ``ServiceGraphError`` naming the service, or puts the service in
+    /// front of the path of one thrown deeper in the chain.
+    ///
+    /// - Complexity: O(1): a failure that unwinds a chain of *n* factories costs O(*n*), not O(*n*²).
+    @usableFromInline
+    func failure(_ error: any Error, at slot: Int) -> ServiceGraphError {
+        if let error = error as? ServiceGraphError {
+            guard error.problems.count == 1, let problem = error.problems.first else { return error }
+            return ServiceGraphError(problem.prepending(records[slot].key))
+        }
+        let name = name(slot)
+        return ServiceGraphError(
+            .init(
+                .factoryFailed,
+                key: name,
+                path: [name],
+                site: site(slot),
+                message: "the factory of \(name) threw: \(error)",
+                underlyingError: error
+            )
+        )
+    }
+
+    @usableFromInline
+    func requiresAwaitError(_ slot: Int) -> ServiceGraphError {
+        ServiceGraphError(requiresAwait(slot))
+    }
+
+    func requiresAwait(_ slot: Int) -> ServiceGraphError.Problem {
+        let name = name(slot)
+        let reason =
+            lifetime(of: slot) == .scoped
+            ? "it is scoped, and creating a scoped instance may suspend"
+            : needsScope[slot]
+                ? "it depends on a scoped service"
+                : "its factory, or the factory of one of its dependencies, is async"
+        return .init(
+            .requiresAwait,
+            key: name,
+            site: site(slot),
+            message: "\(name) cannot be resolved synchronously: \(reason); use `try await resolve`"
+        )
+    }
+
+    @usableFromInline
+    func scopeRequired(_ slot: Int) -> ServiceGraphError.Problem {
+        let name = name(slot)
+        let what = lifetime(of: slot) == .scoped ? "scoped" : "transient and depends on a scoped service"
+        return .init(
+            .wrongLifetime,
+            key: name,
+            site: site(slot),
+            message: "\(name) is \(what); resolve it from a ServiceScope (graph.makeScope())"
+        )
+    }
+
+    /// The error for a key that is not in the graph, naming the closest keys that are.
+    ///
+    /// The closest keys are found only when the message is read: a miss costs no more than the error.
+    func notFound(
+        _ name: String,
+        valueType: ObjectIdentifier,
+        key: (any ServiceKey.Type)? = nil
+    ) -> ServiceGraphError.Problem {
+        // The message keeps the keys and their names, not the core: an error must not keep a graph's
+        // services alive.
+        let (records, keyNames) = (records, keyNames)
+        return .init(.keyNotFound, key: name) {
+            NameSuggestions.notFoundMessage(
+                for: name,
+                key: key,
+                valueType: valueType,
+                among: records.map(\.key),
+                named: keyNames
+            )
+        }
+    }
+
+    /// The error for `key` missing from the graph (kept out of line: it is the cold path).
+    @usableFromInline
+    func notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(notFound(Key.serviceName, valueType: Key.valueTypeID, key: key))
+    }
+
+    @usableFromInline
+    func shutDownError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(shutDownProblem(Key.serviceName))
+    }
+
+    @usableFromInline
+    func cannotResolveSynchronouslyError(_ slot: Int) -> ServiceGraphError {
+        ServiceGraphError(needsScope[slot] ? scopeRequired(slot) : requiresAwait(slot))
+    }
+
+    /// Traps with the message `resolve` would throw: the subscript's out-of-range access.
+    @usableFromInline
+    func trapNotSingleton<Key: ServiceKey>(_ key: Key.Type) -> Never {
+        // `fatalError`, not `preconditionFailure`: `-O` drops the message of the latter.
+        guard let slot = slot(of: key) else { fatalError(notFoundError(key).description) }
+        fatalError("ServiceGraph: \(Key.serviceName) is \(lifetime(of: slot)), not a singleton; use `resolve`")
+    }
+
+    func shutDownProblem(_ name: String) -> ServiceGraphError.Problem {
+        .init(.graphShutDown, key: name, message: "\(name) was asked for after the graph was shut down")
+    }
+}

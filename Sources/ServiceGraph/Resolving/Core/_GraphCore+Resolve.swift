@@ -1,0 +1,107 @@
+extension _GraphCore {
+    /// The value at `slot`, made without suspending: where `resolveSynchronously` starts a chain.
+    ///
+    /// A singleton is read as is. A transient is made in its own entry of the current thread's trail
+    /// (``ThreadTrail``), so that a factory asking for it again, through a graph or scope it captured,
+    /// gets ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
+    @inlinable
+    @inline(__always)
+    func valueSynchronously<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) throws -> Key.Value {
+        if let value = singleton(at: slot, as: Key.Value.self) {
+            return value
+        }
+        guard ThreadTrail.hasThreads else {
+            return try ResolutionTrail.current.withValue(try trail(entering: slot)) {
+                try withUnsafeResolver(in: scope) { try $0.valueSynchronously(at: slot, as: Key.Value.self, depth: 0) }
+            }
+        }
+        let trail = try ThreadTrail.enter(slot, of: self)
+        defer { ThreadTrail.leave(trail) }
+        return try withUnsafeResolver(in: scope) { try $0.valueSynchronously(at: slot, as: Key.Value.self, depth: 0) }
+    }
+
+    /// The value at `slot`, awaiting asynchronous factories and scoped instances: where `resolve` starts
+    /// a chain (`startsChain`), or how a factory gets a dependency it declared.
+    ///
+    /// Where a chain starts, a transient whose chain is synchronous is made as `resolveSynchronously`
+    /// makes it, on the thread's trail: it cannot suspend, and so never reaches a service on the task's
+    /// trail. Any other transient starting a chain is made in its own entry of the task's
+    /// ``ResolutionTrail``; a scope's creation task makes its own entry for a scoped instance.
+    @inlinable
+    nonisolated(nonsending) func value<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?,
+        startsChain: Bool
+    ) async throws -> Key.Value {
+        if let value = singleton(at: slot, as: Key.Value.self) {
+            return value
+        }
+        switch lifetime(of: slot) {
+        case .transient:
+            guard startsChain else { return try await makeTransient(at: slot, as: key, in: scope) }
+            if resolvesSynchronously(slot) {
+                return try valueSynchronously(at: slot, as: key, in: scope)
+            }
+            return try await ResolutionTrail.current.withValue(try trail(entering: slot)) {
+                try await makeTransient(at: slot, as: key, in: scope)
+            }
+        case .scoped:
+            guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
+            return try await scope.instance(at: slot, as: key)
+        case .singleton:
+            // Only during a failed build; a built graph has every singleton.
+            throw requiresAwaitError(slot)
+        }
+    }
+
+    /// Resolves `slot` without suspending and reports it (out of line: only with resolve events on).
+    @usableFromInline
+    func valueSynchronouslyReporting<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) throws -> Key.Value {
+        let start = ContinuousClock.now
+        return try reported(Result { try valueSynchronously(at: slot, as: key, in: scope) }, of: slot, since: start)
+    }
+
+    /// Resolves `slot` and reports it (out of line: only with resolve events on).
+    @usableFromInline
+    nonisolated(nonsending) func valueReporting<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        let start = ContinuousClock.now
+        let result: Result<Key.Value, any Error>
+        do { result = .success(try await value(at: slot, as: key, in: scope, startsChain: true)) } catch {
+            result = .failure(error)
+        }
+        return try reported(result, of: slot, since: start)
+    }
+
+    /// Sends the ``ServiceGraphEvent/Kind/resolved`` event of a resolve of `slot` and hands on its result.
+    private func reported<Value>(
+        _ result: Result<Value, any Error>,
+        of slot: Int,
+        since start: ContinuousClock.Instant
+    ) throws -> Value {
+        let error: (any Error)? = if case .failure(let error) = result { error } else { nil }
+        events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: start.duration(to: .now), error: error))
+        return try result.get()
+    }
+
+    /// The current task's ``ResolutionTrail`` with the transient at `slot` pushed on it.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/reentrantResolution`` when the current task is making it.
+    @usableFromInline
+    func trail(entering slot: Int) throws(ServiceGraphError) -> ResolutionTrail {
+        guard let trail = ResolutionTrail.entering(slot, of: self) else { throw reentrantError(slot) }
+        return trail
+    }
+}

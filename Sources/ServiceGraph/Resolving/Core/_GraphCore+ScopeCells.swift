@@ -1,0 +1,114 @@
+import Synchronization
+
+extension _GraphCore {
+    /// A scope's created instances, one cell per scoped service, so that reading an instance already
+    /// created takes neither a lock nor a dictionary lookup: a table index and one atomic load.
+    ///
+    /// Safety: a cell is published once, with a releasing store of a box that is complete by then (and
+    /// whose `didAdd` has run), and read with an acquiring load, so a reader that sees the box sees the
+    /// instance in it. A cell is emptied only by the scope's close (or its deinit), and the close empties
+    /// the cells only after every resolve in flight has returned and new ones are refused: a reader that
+    /// holds a cell's box without retaining it (``_PublishedBox``) is always inside a resolve the close
+    /// waits for. The table owns one retain of each published box (taken in ``publish(_:at:)``, given
+    /// back by whoever takes it out with ``take(_:)``).
+    final class ScopeCells: @unchecked Sendable {
+        private let layout: ScopeLayout
+        /// One cell per scoped slot, in the order of ``ScopeLayout``; raw memory because `Atomic` cannot
+        /// live in an `Array`.
+        private let cells: UnsafeMutablePointer<Atomic<Unmanaged<_AnyBox>?>>
+
+        init(layout: ScopeLayout) {
+            self.layout = layout
+            // Safety: allocated and initialized here, deinitialized and freed in `deinit`.
+            cells = .allocate(capacity: max(layout.count, 1))
+            for index in 0..<layout.count {
+                (cells + index).initialize(to: Atomic(nil))
+            }
+        }
+
+        deinit {
+            for index in 0..<layout.count {
+                // Every box is taken out by the scope's close or deinit; this only guards against a leak.
+                cells[index].exchange(nil, ordering: .relaxed)?.release()
+            }
+            cells.deinitialize(count: layout.count)
+            cells.deallocate()
+        }
+
+        /// The cell of the scoped service at `slot`.
+        private func cell(_ slot: Int) -> UnsafeMutablePointer<Atomic<Unmanaged<_AnyBox>?>> {
+            let index = layout.index(of: slot)
+            // The resolve path reaches this only for scoped slots; a wrong slot would read another cell.
+            _internalInvariant(index >= 0 && index < layout.count, "slot \(slot) is not a scoped service")
+            return cells + index
+        }
+
+        /// The published box at `slot`, not retained; nil when it is not created yet, or not scoped.
+        func box(at slot: Int) -> _PublishedBox? {
+            let index = layout.index(of: slot)
+            guard index >= 0 else { return nil }
+            return cells[index].load(ordering: .acquiring).map(_PublishedBox.init)
+        }
+
+        /// Publishes the created instance at `slot`, once: readers see it from now on.
+        func publish(_ box: _AnyBox, at slot: Int) {
+            // Safety: the table takes one retain, given back by `take(_:)` (or `deinit`).
+            let (exchanged, _) = cell(slot).pointee.compareExchange(
+                expected: nil,
+                desired: .passRetained(box),
+                ordering: .releasing
+            )
+            precondition(exchanged, "a scoped instance was published twice")
+        }
+
+        /// Takes the box at `slot` out of the table, with the table's retain; nil when there is none.
+        func take(_ slot: Int) -> _AnyBox? {
+            cell(slot).pointee.exchange(nil, ordering: .acquiring)?.takeRetainedValue()
+        }
+    }
+
+    /// A box read from a scope's ``ScopeCells`` by a resolve still in flight, not retained.
+    @usableFromInline
+    struct _PublishedBox {
+        @usableFromInline
+        let box: Unmanaged<_AnyBox>
+
+        init(_ box: Unmanaged<_AnyBox>) {
+            self.box = box
+        }
+
+        /// The instance in the box.
+        ///
+        /// - Complexity: O(1), no retain of the box.
+        @inlinable
+        func value<Value: Sendable>(as type: Value.Type) -> Value {
+            // Safety: the in-flight resolve keeps the box alive (see ``ScopeCells``).
+            box._withUnsafeGuaranteedRef { $0._unsafeValue(as: Value.self) }
+        }
+    }
+
+    /// Where each scoped service of a graph has its cell in a scope's ``ScopeCells``: made once per
+    /// graph, on its first scope, and shared by all its scopes.
+    final class ScopeLayout: Sendable {
+        /// Per slot of the graph: the index of its cell, or -1 when the service is not scoped.
+        private let indices: [Int32]
+        /// How many services are scoped.
+        let count: Int
+
+        init(core: _GraphCore) {
+            var indices = Array(repeating: Int32(-1), count: core.count)
+            var count = 0
+            for slot in 0..<core.count where core.lifetime(of: slot) == .scoped {
+                indices[slot] = Int32(count)
+                count += 1
+            }
+            self.indices = indices
+            self.count = count
+        }
+
+        /// The index of the cell of the service at `slot`; -1 when it is not scoped.
+        func index(of slot: Int) -> Int {
+            Int(indices[slot])
+        }
+    }
+}

@@ -1,0 +1,295 @@
+extension _GraphCore {
+    /// The core's buffers seen through raw pointers, and a cursor over one factory call's dependencies:
+    /// what a factory thunk pulls its dependencies from, in declaration order, with ``next(_:)`` or
+    /// ``nextAwaiting(_:)``.
+    ///
+    /// Handed out only for the length of one call (``_GraphCore/withUnsafeResolver(in:_:)``, or `inout`
+    /// to a factory thunk), the way swift-collections hands out `_HashTable.UnsafeHandle` only inside a
+    /// closure: it holds no strong references, and is valid only while the graph or scope whose call made
+    /// it is running that call, which keeps the core (and the scope) alive.
+    ///
+    /// On the synchronous path ``next(_:)`` recurses into the dependency's factory, counting the depth.
+    /// Past ``recursionLimit`` levels it hands the rest of the chain to ``valueIteratively(at:)``, which
+    /// calls the factories from an explicit stack and gives each one its dependencies through
+    /// ``_PreparedValues``: the fast path pays a comparison per level, and a chain of any depth uses
+    /// bounded stack.
+    @usableFromInline
+    struct _UnsafeResolver {
+        // Safety: the core outlives the resolver (see the type's note); kept for errors and the
+        // asynchronous path.
+        @usableFromInline
+        unowned(unsafe) let core: _GraphCore
+        // Safety: the scope whose resolve or creation task made the resolver, running until it returns.
+        @usableFromInline
+        unowned(unsafe) let scope: ServiceScope?
+        // Safety (the five pointers): the core's buffers, valid while the core lives.
+        @usableFromInline
+        let singletonRefs: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
+        @usableFromInline
+        let factoryRefs: UnsafeMutablePointer<Unmanaged<_AnyFactory>?>
+        @usableFromInline
+        let lifetimes: UnsafeMutablePointer<Lifetime>
+        @usableFromInline
+        let dependencyStart: UnsafeMutablePointer<Int32>
+        @usableFromInline
+        let dependencySlots: UnsafeMutablePointer<Int32>
+        /// The next dependency of the factory being called, in `dependencySlots`.
+        @usableFromInline
+        var position: Int
+        /// How many synchronous factory calls this one is nested in.
+        @usableFromInline
+        let depth: Int
+        // Safety: lives as long as the `valueIteratively(at:)` call that made it and this resolver.
+        /// The values the iterative resolution made for this call's transient dependencies, or nil when
+        /// the dependencies are made on demand.
+        @usableFromInline
+        unowned(unsafe) let prepared: _PreparedValues?
+        #if SERVICEGRAPH_INTERNAL_CHECKS
+        /// Where this call's dependencies end: ``nextSlot()`` never reads past it.
+        @usableFromInline
+        let end: Int
+        #endif
+
+        /// A resolver at the start of `slot`'s dependencies (or of none, for -1).
+        @inlinable
+        init(core: _GraphCore, scope: ServiceScope?, slot: Int) {
+            self.core = core
+            self.scope = scope
+            singletonRefs = core.singletonRefs
+            // Safety: the buffers have at least one element: a graph with no service never resolves.
+            factoryRefs = core.factoryRefs.baseAddress.unsafelyUnwrapped
+            lifetimes = core.lifetimes.baseAddress.unsafelyUnwrapped
+            dependencyStart = core.dependencyStart.baseAddress.unsafelyUnwrapped
+            dependencySlots = core.dependencySlots.baseAddress.unsafelyUnwrapped
+            position = slot < 0 ? 0 : Int(dependencyStart[slot])
+            depth = 0
+            prepared = nil
+            #if SERVICEGRAPH_INTERNAL_CHECKS
+            end = slot < 0 ? 0 : Int(dependencyStart[slot + 1])
+            #endif
+        }
+
+        /// A resolver for the call of `slot`'s factory, nested `depth` calls deep.
+        @inlinable
+        init(_ outer: _UnsafeResolver, slot: Int, depth: Int, prepared: _PreparedValues? = nil) {
+            _internalInvariant(slot >= 0 && slot < outer.core.lifetimes.count, "slot \(slot) out of range")
+            core = outer.core
+            scope = outer.scope
+            singletonRefs = outer.singletonRefs
+            factoryRefs = outer.factoryRefs
+            lifetimes = outer.lifetimes
+            dependencyStart = outer.dependencyStart
+            dependencySlots = outer.dependencySlots
+            position = Int(outer.dependencyStart[slot])
+            self.depth = depth
+            self.prepared = prepared
+            #if SERVICEGRAPH_INTERNAL_CHECKS
+            end = Int(outer.dependencyStart[slot + 1])
+            #endif
+        }
+
+        /// How deep the synchronous path recurses before it resolves the rest of a chain iteratively.
+        ///
+        /// Far deeper than real graphs go, so they never leave the fast path; shallow enough that the
+        /// recursion fits in a small stack even in a debug build.
+        @inlinable
+        static var recursionLimit: Int { 64 }
+
+        /// The slot of the next dependency of the factory being called.
+        @inlinable
+        @inline(__always)
+        mutating func nextSlot() -> Int {
+            #if SERVICEGRAPH_INTERNAL_CHECKS
+            _internalInvariant(position < end, "a factory asked for more dependencies than it declared")
+            #endif
+            let slot = Int(dependencySlots[position])
+            position += 1
+            return slot
+        }
+
+        /// The next dependency's value, made without suspending.
+        @inlinable
+        @inline(__always)
+        mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
+            let slot = nextSlot()
+            guard depth < Self.recursionLimit else { return try deepValue(at: slot, as: Dependency.Value.self) }
+            return try valueSynchronously(at: slot, as: Dependency.Value.self, depth: depth &+ 1)
+        }
+
+        /// The next dependency's value, awaiting its creation if it is asynchronous or scoped.
+        @inlinable
+        mutating func nextAwaiting<Dependency: ServiceKey>(
+            _ key: Dependency.Type
+        ) async throws -> Dependency.Value {
+            let slot = nextSlot()
+            return try await core.value(at: slot, as: key, in: scope, startsChain: false)
+        }
+
+        /// The singleton at `slot` as a `Value`, or nil when the slot holds no singleton.
+        @inlinable
+        func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
+            _internalInvariant(slot >= 0 && slot < core.lifetimes.count, "slot \(slot) out of range")
+            guard let box = singletonRefs[slot] else { return nil }
+            // Safety: the core holds the box until it is deallocated, and it outlives the resolver.
+            return box._withUnsafeGuaranteedRef { $0._unsafeValue(as: Value.self) }
+        }
+
+        /// The factory at `slot`, not retained: the core holds it.
+        @inlinable
+        func withFactory<Result>(at slot: Int, _ body: (_AnyFactory) throws -> Result) rethrows -> Result {
+            _internalInvariant(factoryRefs[slot] != nil, "the factory of slot \(slot) was released")
+            // Safety: the core retains every factory it may still run, and outlives the resolver.
+            return try factoryRefs[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
+        }
+
+        /// The value at `slot`, made without suspending (singletons and synchronous transients).
+        ///
+        /// The caller has checked ``_GraphCore/resolvesSynchronously(_:)`` for the service it resolves,
+        /// which covers its chain. `depth` counts the factory calls this one is nested in.
+        ///
+        /// Generic over the value type only, not the key: code generic over keys that share a value type
+        /// still calls one specialization.
+        @inlinable
+        func valueSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type, depth: Int) throws -> Value {
+            if let value = singleton(at: slot, as: Value.self) {
+                return value
+            }
+            guard lifetimes[slot] == .transient else { throw core.requiresAwaitError(slot) }
+            var resolver = _UnsafeResolver(self, slot: slot, depth: depth)
+            do {
+                return try withFactory(at: slot) { factory in
+                    try _unsafeDowncastChecked(factory, to: _Factory<Value>.self).makeSynchronously(&resolver)
+                }
+            } catch {
+                throw core.failure(error, at: slot)
+            }
+        }
+
+        /// The value at `slot` past the recursion limit: a singleton, the value prepared for this call, or
+        /// the value of a chain resolved iteratively from here (kept out of line: it is the cold path).
+        @usableFromInline
+        func deepValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
+            if let value = singleton(at: slot, as: Value.self) { return value }
+            let box = try prepared?.next() ?? valueIteratively(at: slot)
+            return box._unsafeValue(as: Value.self)
+        }
+
+        /// The value at `slot`, a synchronous transient, made without recursion: the chain below it is
+        /// walked depth first from an explicit stack, each factory called once its transient dependencies
+        /// are made (post-order), its value boxed until its dependent's factory takes it.
+        ///
+        /// Factories run in the same order as on the recursive path, and a failure gets the same path.
+        ///
+        /// - Complexity: One factory call and one box per transient in the chain; stack use does not grow
+        ///   with the depth.
+        @usableFromInline
+        func valueIteratively(at root: Int) throws -> _AnyBox {
+            /// A service whose factory waits for its dependencies; `position` is the next one to look at.
+            struct Frame {
+                let slot: Int
+                var position: Int
+                /// Where its dependencies' values start in `prepared.boxes`.
+                let firstValue: Int
+            }
+            let prepared = _PreparedValues()
+            var frames = [Frame(slot: root, position: Int(dependencyStart[root]), firstValue: 0)]
+            /// `error` as it leaves the chain: each service still waiting on the stack in front of its path.
+            func unwinding(_ error: ServiceGraphError) -> ServiceGraphError {
+                frames.reversed().reduce(error) { core.failure($0, at: $1.slot) }
+            }
+            while let top = frames.indices.last {
+                let frame = frames[top]
+                if frame.position < Int(dependencyStart[frame.slot + 1]) {
+                    let dependency = Int(dependencySlots[frame.position])
+                    frames[top].position += 1
+                    // A singleton is read where its value is asked for; only transients are made here.
+                    if singletonRefs[dependency] != nil { continue }
+                    guard lifetimes[dependency] == .transient else {
+                        throw unwinding(core.requiresAwaitError(dependency))
+                    }
+                    frames.append(
+                        Frame(
+                            slot: dependency,
+                            position: Int(dependencyStart[dependency]),
+                            firstValue: prepared.boxes.count
+                        )
+                    )
+                    continue
+                }
+                frames.removeLast()
+                prepared.cursor = frame.firstValue
+                var resolver = _UnsafeResolver(self, slot: frame.slot, depth: Self.recursionLimit, prepared: prepared)
+                let box: _AnyBox
+                do {
+                    box = try withFactory(at: frame.slot) { try $0.makeBoxSynchronously(&resolver) }
+                } catch {
+                    throw unwinding(core.failure(error, at: frame.slot))
+                }
+                prepared.boxes.removeSubrange(frame.firstValue...)
+                prepared.boxes.append(box)
+            }
+            return prepared.boxes[0]
+        }
+    }
+
+    /// The values an iterative resolution has made and not yet handed to a factory: a stack of boxes,
+    /// the dependencies of the factory being called on top, in declaration order.
+    ///
+    /// See ``_UnsafeResolver/valueIteratively(at:)``. Lives only as long as that call.
+    @usableFromInline
+    final class _PreparedValues {
+        var boxes: [_AnyBox] = []
+        /// The next box to hand out.
+        var cursor = 0
+
+        init() {}
+
+        /// The next prepared value of the factory being called.
+        @usableFromInline
+        func next() -> _AnyBox {
+            defer { cursor += 1 }
+            return boxes[cursor]
+        }
+    }
+
+    /// Calls `body` with a resolver outside any factory call, for resolves made on behalf of `scope`.
+    @inlinable
+    @inline(__always)
+    func withUnsafeResolver<Result>(
+        in scope: ServiceScope?,
+        _ body: (inout _UnsafeResolver) throws -> Result
+    ) rethrows -> Result {
+        var resolver = _UnsafeResolver(core: self, scope: scope, slot: -1)
+        return try body(&resolver)
+    }
+
+    /// Makes a new instance at `slot` with its synchronous factory: a synchronous singleton the build
+    /// makes.
+    func makeBoxSynchronously(at slot: Int) throws -> _AnyBox {
+        var resolver = _UnsafeResolver(core: self, scope: nil, slot: slot)
+        return try factory(at: slot).makeBoxSynchronously(&resolver)
+    }
+
+    /// Makes a new instance at `slot`, awaiting its dependencies: an asynchronous singleton the build
+    /// makes, or a scoped instance `scope` makes.
+    nonisolated(nonsending) func makeBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+        var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
+        return try await factory(at: slot).makeBox(&resolver)
+    }
+
+    /// Makes a new instance of the transient at `slot`, awaiting its dependencies.
+    @inlinable
+    nonisolated(nonsending) func makeTransient<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
+        let make = _unsafeDowncastChecked(factory(at: slot), to: _Factory<Key.Value>.self).make
+        do {
+            return try await make(&resolver)
+        } catch {
+            throw failure(error, at: slot)
+        }
+    }
+}
