@@ -203,7 +203,7 @@ public final class ServiceScope: Sendable {
             break
         case .wait(let task):
             // Being made by this task (or the one that asked for it): waiting would never end.
-            if ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
+            if _ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
             try await task.value
         case .closed:
             throw ServiceGraphError(closedProblem(Key.serviceName))
@@ -214,10 +214,10 @@ public final class ServiceScope: Sendable {
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
-    /// resolve can try again. Runs in its own entry of the ``ResolutionTrail``, so that a factory or hook
+    /// resolve can try again. Runs in its own entry of the ``_ResolutionTrail``, so that a factory or hook
     /// asking this scope for the instance again fails instead of waiting for itself.
     private func create(_ slot: Int) async throws {
-        try await ResolutionTrail.current.withValue(ResolutionTrail(making: slot, of: self)) {
+        try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
             try await makeAndAdd(slot)
         }
     }

@@ -2,7 +2,7 @@ extension _GraphCore {
     /// The value at `slot`, made without suspending: where `resolveSynchronously` starts a chain.
     ///
     /// A singleton is read as is. A transient is made in its own entry of the current thread's trail
-    /// (``ThreadTrail``), so that a factory asking for it again, through a graph or scope it captured,
+    /// (``_ThreadTrail``), so that a factory asking for it again, through a graph or scope it captured,
     /// gets ``ServiceGraphError/Code/reentrantResolution`` instead of recursing without end.
     @inlinable
     @inline(__always)
@@ -14,13 +14,13 @@ extension _GraphCore {
         if let value = singleton(at: slot, as: Key.Value.self) {
             return value
         }
-        guard ThreadTrail.hasThreads else {
-            return try ResolutionTrail.current.withValue(try trail(entering: slot)) {
+        guard _ThreadTrail.hasThreads else {
+            return try _ResolutionTrail.current.withValue(try trail(entering: slot)) {
                 try withUnsafeResolver(in: scope) { try $0.valueSynchronously(at: slot, as: Key.Value.self, depth: 0) }
             }
         }
-        let trail = try ThreadTrail.enter(slot, of: self)
-        defer { ThreadTrail.leave(trail) }
+        let trail = try _ThreadTrail.enter(slot, of: self)
+        defer { _ThreadTrail.leave(trail) }
         return try withUnsafeResolver(in: scope) { try $0.valueSynchronously(at: slot, as: Key.Value.self, depth: 0) }
     }
 
@@ -30,7 +30,7 @@ extension _GraphCore {
     /// Where a chain starts, a transient whose chain is synchronous is made as `resolveSynchronously`
     /// makes it, on the thread's trail: it cannot suspend, and so never reaches a service on the task's
     /// trail. Any other transient starting a chain is made in its own entry of the task's
-    /// ``ResolutionTrail``; a scope's creation task makes its own entry for a scoped instance.
+    /// ``_ResolutionTrail``; a scope's creation task makes its own entry for a scoped instance.
     @inlinable
     nonisolated(nonsending) func value<Key: ServiceKey>(
         at slot: Int,
@@ -43,12 +43,12 @@ extension _GraphCore {
         }
         switch lifetime(of: slot) {
         case .transient:
-            guard startsChain else { return try await makeTransient(at: slot, as: key, in: scope) }
+            guard startsChain else { return try await makeTransient(at: slot, in: scope) }
             if resolvesSynchronously(slot) {
                 return try valueSynchronously(at: slot, as: key, in: scope)
             }
-            return try await ResolutionTrail.current.withValue(try trail(entering: slot)) {
-                try await makeTransient(at: slot, as: key, in: scope)
+            return try await _ResolutionTrail.current.withValue(try trail(entering: slot)) {
+                try await makeTransient(at: slot, in: scope)
             }
         case .scoped:
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
@@ -96,12 +96,12 @@ extension _GraphCore {
         return try result.get()
     }
 
-    /// The current task's ``ResolutionTrail`` with the transient at `slot` pushed on it.
+    /// The current task's ``_ResolutionTrail`` with the transient at `slot` pushed on it.
     ///
     /// - Throws: ``ServiceGraphError/Code/reentrantResolution`` when the current task is making it.
     @usableFromInline
-    func trail(entering slot: Int) throws(ServiceGraphError) -> ResolutionTrail {
-        guard let trail = ResolutionTrail.entering(slot, of: self) else { throw reentrantError(slot) }
+    func trail(entering slot: Int) throws(ServiceGraphError) -> _ResolutionTrail {
+        guard let trail = _ResolutionTrail.entering(slot, of: self) else { throw reentrantError(slot) }
         return trail
     }
 }

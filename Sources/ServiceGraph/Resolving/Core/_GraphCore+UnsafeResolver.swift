@@ -22,17 +22,9 @@ extension _GraphCore {
         // Safety: the scope whose resolve or creation task made the resolver, running until it returns.
         @usableFromInline
         unowned(unsafe) let scope: ServiceScope?
-        // Safety (the five pointers): the core's buffers, valid while the core lives.
+        /// The core's buffers, valid while the core lives.
         @usableFromInline
-        let singletonRefs: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
-        @usableFromInline
-        let factoryRefs: UnsafeMutablePointer<Unmanaged<_AnyFactory>?>
-        @usableFromInline
-        let lifetimes: UnsafeMutablePointer<Lifetime>
-        @usableFromInline
-        let dependencyStart: UnsafeMutablePointer<Int32>
-        @usableFromInline
-        let dependencySlots: UnsafeMutablePointer<Int32>
+        let buffers: _Buffers
         /// The next dependency of the factory being called, in `dependencySlots`.
         @usableFromInline
         var position: Int
@@ -55,36 +47,27 @@ extension _GraphCore {
         init(core: _GraphCore, scope: ServiceScope?, slot: Int) {
             self.core = core
             self.scope = scope
-            singletonRefs = core.singletonRefs
-            // Safety: the buffers have at least one element: a graph with no service never resolves.
-            factoryRefs = core.factoryRefs.baseAddress.unsafelyUnwrapped
-            lifetimes = core.lifetimes.baseAddress.unsafelyUnwrapped
-            dependencyStart = core.dependencyStart.baseAddress.unsafelyUnwrapped
-            dependencySlots = core.dependencySlots.baseAddress.unsafelyUnwrapped
-            position = slot < 0 ? 0 : Int(dependencyStart[slot])
+            buffers = core.buffers
+            position = slot < 0 ? 0 : Int(buffers.dependencyStart[slot])
             depth = 0
             prepared = nil
             #if SERVICEGRAPH_INTERNAL_CHECKS
-            end = slot < 0 ? 0 : Int(dependencyStart[slot + 1])
+            end = slot < 0 ? 0 : Int(buffers.dependencyStart[slot + 1])
             #endif
         }
 
         /// A resolver for the call of `slot`'s factory, nested `depth` calls deep.
         @inlinable
         init(_ outer: _UnsafeResolver, slot: Int, depth: Int, prepared: _PreparedValues? = nil) {
-            _internalInvariant(slot >= 0 && slot < outer.core.lifetimes.count, "slot \(slot) out of range")
+            outer.buffers.checkSlot(slot)
             core = outer.core
             scope = outer.scope
-            singletonRefs = outer.singletonRefs
-            factoryRefs = outer.factoryRefs
-            lifetimes = outer.lifetimes
-            dependencyStart = outer.dependencyStart
-            dependencySlots = outer.dependencySlots
-            position = Int(outer.dependencyStart[slot])
+            buffers = outer.buffers
+            position = Int(outer.buffers.dependencyStart[slot])
             self.depth = depth
             self.prepared = prepared
             #if SERVICEGRAPH_INTERNAL_CHECKS
-            end = Int(outer.dependencyStart[slot + 1])
+            end = Int(outer.buffers.dependencyStart[slot + 1])
             #endif
         }
 
@@ -102,7 +85,7 @@ extension _GraphCore {
             #if SERVICEGRAPH_INTERNAL_CHECKS
             _internalInvariant(position < end, "a factory asked for more dependencies than it declared")
             #endif
-            let slot = Int(dependencySlots[position])
+            let slot = Int(buffers.dependencySlots[position])
             position += 1
             return slot
         }
@@ -125,23 +108,6 @@ extension _GraphCore {
             return try await core.value(at: slot, as: key, in: scope, startsChain: false)
         }
 
-        /// The singleton at `slot` as a `Value`, or nil when the slot holds no singleton.
-        @inlinable
-        func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
-            _internalInvariant(slot >= 0 && slot < core.lifetimes.count, "slot \(slot) out of range")
-            guard let box = singletonRefs[slot] else { return nil }
-            // Safety: the core holds the box until it is deallocated, and it outlives the resolver.
-            return box._withUnsafeGuaranteedRef { $0._unsafeValue(as: Value.self) }
-        }
-
-        /// The factory at `slot`, not retained: the core holds it.
-        @inlinable
-        func withFactory<Result>(at slot: Int, _ body: (_AnyFactory) throws -> Result) rethrows -> Result {
-            _internalInvariant(factoryRefs[slot] != nil, "the factory of slot \(slot) was released")
-            // Safety: the core retains every factory it may still run, and outlives the resolver.
-            return try factoryRefs[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
-        }
-
         /// The value at `slot`, made without suspending (singletons and synchronous transients).
         ///
         /// The caller has checked ``_GraphCore/resolvesSynchronously(_:)`` for the service it resolves,
@@ -151,13 +117,13 @@ extension _GraphCore {
         /// still calls one specialization.
         @inlinable
         func valueSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type, depth: Int) throws -> Value {
-            if let value = singleton(at: slot, as: Value.self) {
+            if let value = buffers.singleton(at: slot, as: Value.self) {
                 return value
             }
-            guard lifetimes[slot] == .transient else { throw core.requiresAwaitError(slot) }
+            guard buffers.lifetimes[slot] == .transient else { throw core.requiresAwaitError(slot) }
             var resolver = _UnsafeResolver(self, slot: slot, depth: depth)
             do {
-                return try withFactory(at: slot) { factory in
+                return try buffers.withFactory(at: slot) { factory in
                     try _unsafeDowncastChecked(factory, to: _Factory<Value>.self).makeSynchronously(&resolver)
                 }
             } catch {
@@ -169,7 +135,7 @@ extension _GraphCore {
         /// the value of a chain resolved iteratively from here (kept out of line: it is the cold path).
         @usableFromInline
         func deepValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
-            if let value = singleton(at: slot, as: Value.self) { return value }
+            if let value = buffers.singleton(at: slot, as: Value.self) { return value }
             let box = try prepared?.next() ?? valueIteratively(at: slot)
             return box._unsafeValue(as: Value.self)
         }
@@ -192,25 +158,25 @@ extension _GraphCore {
                 let firstValue: Int
             }
             let prepared = _PreparedValues()
-            var frames = [Frame(slot: root, position: Int(dependencyStart[root]), firstValue: 0)]
+            var frames = [Frame(slot: root, position: Int(buffers.dependencyStart[root]), firstValue: 0)]
             /// `error` as it leaves the chain: each service still waiting on the stack in front of its path.
             func unwinding(_ error: ServiceGraphError) -> ServiceGraphError {
                 frames.reversed().reduce(error) { core.failure($0, at: $1.slot) }
             }
             while let top = frames.indices.last {
                 let frame = frames[top]
-                if frame.position < Int(dependencyStart[frame.slot + 1]) {
-                    let dependency = Int(dependencySlots[frame.position])
+                if frame.position < Int(buffers.dependencyStart[frame.slot + 1]) {
+                    let dependency = Int(buffers.dependencySlots[frame.position])
                     frames[top].position += 1
                     // A singleton is read where its value is asked for; only transients are made here.
-                    if singletonRefs[dependency] != nil { continue }
-                    guard lifetimes[dependency] == .transient else {
+                    if buffers.singletons[dependency] != nil { continue }
+                    guard buffers.lifetimes[dependency] == .transient else {
                         throw unwinding(core.requiresAwaitError(dependency))
                     }
                     frames.append(
                         Frame(
                             slot: dependency,
-                            position: Int(dependencyStart[dependency]),
+                            position: Int(buffers.dependencyStart[dependency]),
                             firstValue: prepared.boxes.count
                         )
                     )
@@ -221,7 +187,7 @@ extension _GraphCore {
                 var resolver = _UnsafeResolver(self, slot: frame.slot, depth: Self.recursionLimit, prepared: prepared)
                 let box: _AnyBox
                 do {
-                    box = try withFactory(at: frame.slot) { try $0.makeBoxSynchronously(&resolver) }
+                    box = try buffers.withFactory(at: frame.slot) { try $0.makeBoxSynchronously(&resolver) }
                 } catch {
                     throw unwinding(core.failure(error, at: frame.slot))
                 }
@@ -277,15 +243,14 @@ extension _GraphCore {
         return try await factory(at: slot).makeBox(&resolver)
     }
 
-    /// Makes a new instance of the transient at `slot`, awaiting its dependencies.
+    /// Makes a new instance of the transient at `slot`, a `Value`, awaiting its dependencies.
     @inlinable
-    nonisolated(nonsending) func makeTransient<Key: ServiceKey>(
+    nonisolated(nonsending) func makeTransient<Value: Sendable>(
         at slot: Int,
-        as key: Key.Type,
         in scope: ServiceScope?
-    ) async throws -> Key.Value {
+    ) async throws -> Value {
         var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
-        let make = _unsafeDowncastChecked(factory(at: slot), to: _Factory<Key.Value>.self).make
+        let make = _unsafeDowncastChecked(factory(at: slot), to: _Factory<Value>.self).make
         do {
             return try await make(&resolver)
         } catch {

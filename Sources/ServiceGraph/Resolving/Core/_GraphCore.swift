@@ -9,7 +9,7 @@ import Synchronization
 /// ``_UnsafeResolver`` the core hands out to factory thunks, never through the pointers themselves.
 ///
 /// The core's other unsafe parts live next to it: ``_UnsafeResolver`` (the pointer view and argument
-/// cursor of one factory call), ``ScopeCells`` (a scope's atomic instance cells), ``ThreadTrail`` (the
+/// cursor of one factory call), ``ScopeCells`` (a scope's atomic instance cells), ``_ThreadTrail`` (the
 /// thread-local trail) and ``_AnyBox/_unsafeValue(as:)`` (the unchecked read of a box).
 ///
 /// `@unchecked Sendable`: the buffers are written only in `init`, except the singleton slots and the
@@ -38,40 +38,23 @@ final class _GraphCore: @unchecked Sendable {
     @usableFromInline
     let reportsResolves: Bool
     /// Where `resolveSynchronously` keeps the services the current thread is making.
-    let threadTrail = ThreadTrail.Slot.shared
+    let threadTrail = _ThreadTrail.Slot.shared
     /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
     private let shutDownFlag = Atomic<Bool>(false)
     /// The singletons in the order they were created (a topological order), released in reverse: the
     /// graph's one creation order. Written only by the build's coordinator, before the graph is published.
     private(set) var creationOrder: [Int] = []
 
-    // Raw buffers, allocated in `init` and freed in `deinit`, so reading them on the resolve path costs
-    // no reference counting and no bounds bookkeeping.
-
-    /// The key table, copied into two buffers (identities, slots): see ``KeyTable``.
+    /// The key table, copied into two raw buffers (identities, slots): see ``KeyTable``.
     @usableFromInline
     let keyIdentities: UnsafeMutableBufferPointer<UInt>
     @usableFromInline
     let keySlots: UnsafeMutableBufferPointer<Int32>
     @usableFromInline
     let keyShift: UInt
-    /// Per slot: the singleton's box, retained by the core; nil when not a singleton or not built yet.
+    /// The per-slot buffers the resolve path reads.
     @usableFromInline
-    let singletonRefs: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
-    /// Per slot: the factory, retained by the core; nil once released (a built singleton's).
-    @usableFromInline
-    let factoryRefs: UnsafeMutableBufferPointer<Unmanaged<_AnyFactory>?>
-    /// Per slot: its lifetime.
-    @usableFromInline
-    let lifetimes: UnsafeMutableBufferPointer<Lifetime>
-    /// Per slot: whether it can be resolved without suspending (see ``ResolutionTraits``).
-    @usableFromInline
-    let resolvesSynchronouslyFlags: UnsafeMutableBufferPointer<Bool>
-    /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
-    @usableFromInline
-    let dependencyStart: UnsafeMutableBufferPointer<Int32>
-    @usableFromInline
-    let dependencySlots: UnsafeMutableBufferPointer<Int32>
+    let buffers: _Buffers
 
     /// Makes the core of a valid plan (no missing edges, no cycles); the plan is not kept.
     init(
@@ -120,33 +103,13 @@ final class _GraphCore: @unchecked Sendable {
         self.needsScope = traits.needsScope
         creationOrder.reserveCapacity(count)
 
-        // Safety (all buffers below): allocated and fully initialized here, freed in `deinit`.
+        // Safety (all buffers): allocated and fully initialized here, freed in `deinit`.
         self.keyIdentities = .allocate(capacity: plan.table.identities.count)
         _ = keyIdentities.initialize(from: plan.table.identities)
         self.keySlots = .allocate(capacity: plan.table.slots.count)
         _ = keySlots.initialize(from: plan.table.slots.lazy.map { Int32(truncatingIfNeeded: $0) })
         self.keyShift = plan.table.shift
-        self.singletonRefs = .allocate(capacity: max(count, 1))
-        singletonRefs.initialize(repeating: nil, count: count)
-        self.factoryRefs = .allocate(capacity: count)
-        _ = factoryRefs.initialize(from: plan.providers.lazy.map { Unmanaged.passRetained($0.factory) })
-        self.lifetimes = .allocate(capacity: count)
-        _ = lifetimes.initialize(from: plan.providers.lazy.map { $0.lifetime })
-        self.resolvesSynchronouslyFlags = .allocate(capacity: count)
-        _ = resolvesSynchronouslyFlags.initialize(from: traits.resolvesSynchronously)
-        let dependencyStart = UnsafeMutableBufferPointer<Int32>.allocate(capacity: count + 1)
-        let dependencySlots = UnsafeMutableBufferPointer<Int32>.allocate(capacity: max(plan.edges.edgeCount, 1))
-        var edge = 0
-        for slot in 0..<count {
-            dependencyStart.initializeElement(at: slot, to: Int32(truncatingIfNeeded: edge))
-            for target in plan.edges.dependencies(of: slot) {
-                dependencySlots.initializeElement(at: edge, to: Int32(truncatingIfNeeded: target))
-                edge += 1
-            }
-        }
-        dependencyStart.initializeElement(at: count, to: Int32(truncatingIfNeeded: edge))
-        self.dependencyStart = dependencyStart
-        self.dependencySlots = dependencySlots
+        self.buffers = _Buffers(plan, resolvesSynchronously: traits.resolvesSynchronously)
     }
 
     deinit {
@@ -154,38 +117,35 @@ final class _GraphCore: @unchecked Sendable {
         releaseFactories { _ in true }
         keyIdentities.deallocate()
         keySlots.deallocate()
-        singletonRefs.deinitialize(count: count)
-        singletonRefs.deallocate()
-        factoryRefs.deallocate()
-        lifetimes.deallocate()
-        resolvesSynchronouslyFlags.deallocate()
-        dependencyStart.deallocate()
-        dependencySlots.deallocate()
+        buffers.deallocate()
     }
 
     var count: Int { records.count }
 
     /// The number of dependency edges.
-    var edgeCount: Int { Int(dependencyStart[count]) }
+    var edgeCount: Int { Int(buffers.dependencyStart[count]) }
 
     /// The slots `slot` depends on, in declaration order: how code outside the core reads the edges.
     func dependencies(of slot: Int) -> LazyMapCollection<Range<Int>, Int> {
-        _internalInvariant(slot >= 0 && slot < count, "slot \(slot) out of range")
-        return (Int(dependencyStart[slot])..<Int(dependencyStart[slot + 1])).lazy.map { Int(self.dependencySlots[$0]) }
+        buffers.checkSlot(slot)
+        let buffers = self.buffers
+        return (Int(buffers.dependencyStart[slot])..<Int(buffers.dependencyStart[slot + 1])).lazy.map {
+            Int(buffers.dependencySlots[$0])
+        }
     }
 
     /// The lifetime of the service at `slot`.
     @inlinable
     func lifetime(of slot: Int) -> Lifetime {
-        _internalInvariant(slot >= 0 && slot < lifetimes.count, "slot \(slot) out of range")
-        return lifetimes[slot]
+        buffers.checkSlot(slot)
+        return buffers.lifetimes[slot]
     }
 
     /// Whether the service at `slot` can be resolved without suspending (see ``ResolutionTraits``).
     @inlinable
     func resolvesSynchronously(_ slot: Int) -> Bool {
-        _internalInvariant(slot >= 0 && slot < resolvesSynchronouslyFlags.count, "slot \(slot) out of range")
-        return resolvesSynchronouslyFlags[slot]
+        buffers.checkSlot(slot)
+        return buffers.resolvesSynchronously[slot]
     }
 
     func name(_ slot: Int) -> String { keyNames.name(slot) }
@@ -226,20 +186,16 @@ extension _GraphCore {
     /// The factory at `slot`; only for slots whose factory is still held.
     @usableFromInline
     func factory(at slot: Int) -> _AnyFactory {
-        _internalInvariant(slot >= 0 && slot < factoryRefs.count, "slot \(slot) out of range")
-        _internalInvariant(factoryRefs[slot] != nil, "the factory of slot \(slot) was released")
-        // Safety: the core retains the factory until `releaseFactories`, which the build calls only for
-        // built singletons, whose factories nothing asks for again.
-        return factoryRefs[slot].unsafelyUnwrapped.takeUnretainedValue()
+        buffers.withFactory(at: slot) { $0 }
     }
 
     /// Releases the factories of the slots `where` selects. Called by the build, once every singleton
     /// exists, for the singletons' factories: the graph never runs them again.
     func releaseFactories(where shouldRelease: (Int) -> Bool) {
-        for slot in factoryRefs.indices where shouldRelease(slot) {
+        for slot in 0..<count where shouldRelease(slot) {
             // Safety: gives back the retain taken in `init`, once (the slot is nil afterwards).
-            factoryRefs[slot]?.release()
-            factoryRefs[slot] = nil
+            buffers.factories[slot]?.release()
+            buffers.factories[slot] = nil
         }
     }
 }
@@ -252,18 +208,18 @@ extension _GraphCore {
     /// - Complexity: O(1), no lock, no allocation; retains only the value.
     @inlinable
     func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
-        withUnsafeResolver(in: nil) { $0.singleton(at: slot, as: type) }
+        buffers.singleton(at: slot, as: type)
     }
 
     /// Stores a created singleton. Only the build's coordinator calls this, once per slot, before any
     /// reader of that slot exists (its dependents start after the write, and the graph is returned after
     /// the build): the slots need no synchronization.
     func storeSingleton(_ box: _AnyBox, at slot: Int) {
-        _internalInvariant(slot >= 0 && slot < count, "slot \(slot) out of range")
-        _internalInvariant(singletonRefs[slot] == nil, "the singleton at slot \(slot) was stored twice")
-        _internalInvariant(lifetimes[slot] == .singleton, "slot \(slot) is not a singleton")
+        buffers.checkSlot(slot)
+        _internalInvariant(buffers.singletons[slot] == nil, "the singleton at slot \(slot) was stored twice")
+        _internalInvariant(buffers.lifetimes[slot] == .singleton, "slot \(slot) is not a singleton")
         // Safety: the core takes one retain, given back in `releaseSingletons`.
-        singletonRefs[slot] = .passRetained(box)
+        buffers.singletons[slot] = .passRetained(box)
         creationOrder.append(slot)
     }
 
@@ -272,8 +228,109 @@ extension _GraphCore {
     func releaseSingletons() {
         for slot in creationOrder.reversed() {
             // Safety: gives back the retain `storeSingleton` took, once (the slot is nil afterwards).
-            singletonRefs[slot]?.release()
-            singletonRefs[slot] = nil
+            buffers.singletons[slot]?.release()
+            buffers.singletons[slot] = nil
+        }
+    }
+}
+
+// MARK: - Buffers
+
+extension _GraphCore {
+    /// The per-slot raw buffers of a core, as base pointers: shared by the core and every
+    /// ``_UnsafeResolver`` it hands out, so that reading them costs no reference counting and no bounds
+    /// bookkeeping on the resolve path (slots are checked in debug builds).
+    ///
+    /// Allocated by the core's `init`, freed by its `deinit` (``deallocate()``).
+    @usableFromInline
+    struct _Buffers {
+        /// How many slots each per-slot buffer has.
+        @usableFromInline
+        let slotCount: Int
+        /// Per slot: the singleton's box, retained by the core; nil when not a singleton or not built yet.
+        @usableFromInline
+        let singletons: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
+        /// Per slot: the factory, retained by the core; nil once released (a built singleton's).
+        @usableFromInline
+        let factories: UnsafeMutablePointer<Unmanaged<_AnyFactory>?>
+        /// Per slot: its lifetime.
+        @usableFromInline
+        let lifetimes: UnsafeMutablePointer<Lifetime>
+        /// Per slot: whether it can be resolved without suspending (see ``ResolutionTraits``).
+        @usableFromInline
+        let resolvesSynchronously: UnsafeMutablePointer<Bool>
+        /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
+        @usableFromInline
+        let dependencyStart: UnsafeMutablePointer<Int32>
+        @usableFromInline
+        let dependencySlots: UnsafeMutablePointer<Int32>
+
+        init(_ plan: GraphPlan, resolvesSynchronously flags: [Bool]) {
+            let count = plan.count
+            slotCount = count
+            // Safety: every buffer has room for at least one element and is fully initialized here.
+            singletons = .allocate(capacity: max(count, 1))
+            singletons.initialize(repeating: nil, count: count)
+            factories = .allocate(capacity: max(count, 1))
+            for (slot, provider) in plan.providers.enumerated() {
+                // Safety: the core takes one retain of each factory, given back in `releaseFactories`.
+                (factories + slot).initialize(to: .passRetained(provider.factory))
+            }
+            lifetimes = .allocate(capacity: max(count, 1))
+            lifetimes.initialize(from: plan.providers.map(\.lifetime), count: count)
+            resolvesSynchronously = .allocate(capacity: max(count, 1))
+            resolvesSynchronously.initialize(from: flags, count: count)
+            dependencyStart = .allocate(capacity: count + 1)
+            dependencySlots = .allocate(capacity: max(plan.edges.edgeCount, 1))
+            var edge = 0
+            for slot in 0..<count {
+                (dependencyStart + slot).initialize(to: Int32(truncatingIfNeeded: edge))
+                for target in plan.edges.dependencies(of: slot) {
+                    (dependencySlots + edge).initialize(to: Int32(truncatingIfNeeded: target))
+                    edge += 1
+                }
+            }
+            (dependencyStart + count).initialize(to: Int32(truncatingIfNeeded: edge))
+        }
+
+        /// Frees the buffers; the core has given back the boxes' and factories' retains.
+        func deallocate() {
+            singletons.deinitialize(count: slotCount)
+            singletons.deallocate()
+            factories.deinitialize(count: slotCount)
+            factories.deallocate()
+            lifetimes.deallocate()
+            resolvesSynchronously.deallocate()
+            dependencyStart.deallocate()
+            dependencySlots.deallocate()
+        }
+
+        /// Checks, in debug builds, that `slot` is one of the graph's.
+        @inlinable
+        @inline(__always)
+        func checkSlot(_ slot: Int) {
+            _internalInvariant(slot >= 0 && slot < slotCount, "slot \(slot) out of range")
+        }
+
+        /// Calls `body` with the factory at `slot`, not retained: the core holds it.
+        @inlinable
+        func withFactory<Result>(at slot: Int, _ body: (_AnyFactory) throws -> Result) rethrows -> Result {
+            checkSlot(slot)
+            _internalInvariant(factories[slot] != nil, "the factory of slot \(slot) was released")
+            // Safety: the core retains every factory until `releaseFactories`, which the build calls only
+            // for built singletons, whose factories nothing runs again; the caller holds the core.
+            return try factories[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
+        }
+
+        /// The singleton at `slot` as a `Value`, or nil when the slot holds no singleton.
+        ///
+        /// - Complexity: O(1), no lock, no allocation; retains only the value.
+        @inlinable
+        func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
+            checkSlot(slot)
+            guard let box = singletons[slot] else { return nil }
+            // Safety: the core holds the box until it is deallocated, and the caller holds the core.
+            return box._withUnsafeGuaranteedRef { $0._unsafeValue(as: Value.self) }
         }
     }
 }

@@ -5,7 +5,7 @@
 /// where a chain of factories starts: ``_GraphCore/value(at:as:in:)``, the entry point of `resolve`, pushes
 /// an asynchronous transient (owned by its graph's core), and a scope's creation task pushes the scoped
 /// instance it makes (owned by the scope). Synchronous chains keep their entries on the cheaper
-/// ``ThreadTrail``.
+/// ``_ThreadTrail``.
 /// Dependencies reached through declared edges push nothing, so a service that a factory re-enters below a
 /// declared dependency is caught one resolve later. A singleton pushes nothing: a built graph already
 /// holds every one.
@@ -13,10 +13,10 @@
 /// The trail is a task-local: `Task {}` inherits it, so a scope's creation task sees the trail of the task
 /// that asked for the instance.
 @usableFromInline
-struct ResolutionTrail: Sendable {
+struct _ResolutionTrail: Sendable {
     /// The trail of the current task; nil outside any factory chain.
     @usableFromInline
-    static let current = TaskLocal<ResolutionTrail?>(wrappedValue: nil)
+    static let current = TaskLocal<_ResolutionTrail?>(wrappedValue: nil)
 
     /// The graph core (for a transient) or scope (for a scoped instance) making the service.
     let owner: ObjectIdentifier
@@ -26,14 +26,14 @@ struct ResolutionTrail: Sendable {
 
     /// A boxed trail, so that a trail holds the one around it.
     final class Outer: Sendable {
-        let trail: ResolutionTrail
+        let trail: _ResolutionTrail
 
-        init(_ trail: ResolutionTrail) {
+        init(_ trail: _ResolutionTrail) {
             self.trail = trail
         }
     }
 
-    private init(owner: ObjectIdentifier, slot: Int, outer: ResolutionTrail?) {
+    private init(owner: ObjectIdentifier, slot: Int, outer: _ResolutionTrail?) {
         self.owner = owner
         self.slot = slot
         self.outer = outer.map(Outer.init)
@@ -49,11 +49,11 @@ struct ResolutionTrail: Sendable {
     ///
     /// - Complexity: O(1) outside any chain; O(*n*) in the number of chains the current task is inside
     ///   of (chains started by factories through captured graphs or scopes).
-    static func entering(_ slot: Int, of owner: AnyObject) -> ResolutionTrail? {
+    static func entering(_ slot: Int, of owner: AnyObject) -> _ResolutionTrail? {
         let owner = ObjectIdentifier(owner)
         let current = current.get()
         if let current, current.contains(slot, of: owner) { return nil }
-        return ResolutionTrail(owner: owner, slot: slot, outer: current)
+        return _ResolutionTrail(owner: owner, slot: slot, outer: current)
     }
 
     /// Whether the current task is making `slot` of `owner`.

@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// The transients the current thread is making synchronously, innermost last: the synchronous half of
-/// the ``ResolutionTrail``, for chains whose factories are all synchronous (`resolveSynchronously`, and
+/// the ``_ResolutionTrail``, for chains whose factories are all synchronous (`resolveSynchronously`, and
 /// `resolve` of such a chain).
 ///
 /// Synchronous code does not suspend, so such a chain runs to its end on one thread, and a thread-local
@@ -20,7 +20,7 @@ import Darwin
 /// instances, which no synchronous factory can reach. Where there are no POSIX threads, the task-local
 /// trail serves both halves.
 @usableFromInline
-enum ThreadTrail {
+enum _ThreadTrail {
     /// Whether the platform has POSIX threads, and so this trail.
     @inlinable
     static var hasThreads: Bool {
@@ -57,6 +57,7 @@ enum ThreadTrail {
     /// Takes the innermost transient off the current thread's trail, which ``enter(_:of:)`` returned.
     @inlinable
     static func leave(_ trail: UnsafeMutablePointer<Buffer>) {
+        // Safety: the current thread's buffer, which only this thread touches, freed when it exits.
         trail.pointee.count -= 1
     }
 
@@ -77,6 +78,7 @@ enum ThreadTrail {
         @inline(__always)
         mutating func append(_ entry: Entry) {
             if count == capacity {
+                // Safety: grows the buffer this thread owns; nothing else holds its old address.
                 let larger = UnsafeMutablePointer<Entry>.allocate(capacity: capacity * 2)
                 larger.moveInitialize(from: entries, count: count)
                 entries.deallocate()
@@ -90,6 +92,7 @@ enum ThreadTrail {
         #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
         /// The current thread's buffer, made on its first use.
         static func current(_ key: pthread_key_t) -> UnsafeMutablePointer<Buffer> {
+            // Safety: the key's values are only ever the `Buffer`s made below, freed by the key's destructor.
             if let buffer = pthread_getspecific(key) { return buffer.assumingMemoryBound(to: Buffer.self) }
             let buffer = UnsafeMutablePointer<Buffer>.allocate(capacity: 1)
             buffer.initialize(to: Buffer(entries: .allocate(capacity: 8), count: 0, capacity: 8))
