@@ -17,7 +17,8 @@ public import Synchronization
 public final class ServiceGraph: Sendable {
     @usableFromInline
     let core: GraphCore
-    let record: BuildRecord
+    /// What the build noted: creation order, timings, the services whose hooks it started.
+    let log: BuildLog
     /// The graph this one is a child of: kept alive as long as the child lives.
     let parent: ServiceGraph?
     /// This graph's number among its parent's children.
@@ -43,9 +44,9 @@ public final class ServiceGraph: Sendable {
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(core: GraphCore, record: BuildRecord, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
+    init(core: GraphCore, log: BuildLog, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
         self.core = core
-        self.record = record
+        self.log = log
         self.parent = parent
         self.childID = childID
         self.requiresShutdown = requiresShutdown
@@ -61,8 +62,8 @@ public final class ServiceGraph: Sendable {
 
     /// Says that the graph is released while services still owe their `willRemove`.
     private func reportDroppedWithoutShutdown() {
-        guard !record.started.isEmpty else { return }
-        let names = record.started.map { core.name($0.slot) }.joined(separator: ", ")
+        guard !log.started.isEmpty else { return }
+        let names = log.started.map { core.name($0.slot) }.joined(separator: ", ")
         core.events.send(ServiceGraphEvent(.droppedWithoutShutdown, key: names))
         if requiresShutdown {
             assertionFailure(
@@ -283,7 +284,7 @@ public final class ServiceGraph: Sendable {
             found += await scope.closeForShutdown()
         }
         await waitForDependents()
-        found += await Lifecycle.release(record.started, of: core)
+        found += await Lifecycle.release(log.started, of: core)
         core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
         let waiters = state.withLock { $0.shutdown.finish(with: found) }
         parent?.childFinished(childID)
@@ -308,6 +309,6 @@ public final class ServiceGraph: Sendable {
 
     /// The singletons' key names in the order they were created (a topological order).
     public var initializationOrder: [String] {
-        record.order.map { core.name(Int($0)) }
+        log.order.map { core.name(Int($0)) }
     }
 }
