@@ -63,13 +63,18 @@ enum Topology {
         var counter = 0
         var work: [(node: Int, edge: Int)] = []
 
-        for root in 0..<count where index[root] == -1 {
-            index[root] = counter
-            lowLink[root] = counter
+        /// Numbers `node`, and puts it on the stack and the work list.
+        func visit(_ node: Int) {
+            index[node] = counter
+            lowLink[node] = counter
             counter += 1
-            stack.append(root)
-            onStack[root] = true
-            work.append((root, 0))
+            stack.append(node)
+            onStack[node] = true
+            work.append((node, 0))
+        }
+
+        for root in 0..<count where index[root] == -1 {
+            visit(root)
             while let (node, edge) = work.last {
                 let targets = edges.dependencies(of: node)
                 if edge < targets.count {
@@ -77,12 +82,7 @@ enum Topology {
                     let next = targets[targets.startIndex + edge]
                     if next < 0 { continue }
                     if index[next] == -1 {
-                        index[next] = counter
-                        lowLink[next] = counter
-                        counter += 1
-                        stack.append(next)
-                        onStack[next] = true
-                        work.append((next, 0))
+                        visit(next)
                     } else if onStack[next] {
                         lowLink[node] = min(lowLink[node], index[next])
                     }
