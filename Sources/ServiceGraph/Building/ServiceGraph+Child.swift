@@ -25,35 +25,7 @@ extension ServiceGraph {
         builder.factoryTimeout = core.factoryTimeout
         builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
-        for slot in 0..<core.count {
-            builder.registrations.append(core.inheritedRegistration(at: slot, from: self))
-        }
+        builder.registrations = (0..<core.count).map { Registration(inheritedFrom: self, at: $0) }
         return builder
-    }
-}
-
-extension _GraphCore {
-    /// The registration a child graph takes over for `slot`: the parent's own instance for a
-    /// singleton, the same factory (run in the child) for transient and scoped services.
-    func inheritedRegistration(at slot: Int, from parent: ServiceGraph) -> Registration {
-        let record = records[slot]
-        func inherit<Key: ServiceKey>(_ key: Key.Type) -> Registration {
-            let isSingleton = lifetime(of: slot) == .singleton
-            let dependencies =
-                isSingleton
-                ? []
-                : dependencies(of: slot).map { records[$0].key }
-            var registration = Registration(
-                key: key,
-                lifetime: lifetime(of: slot),
-                dependencies: dependencies,
-                site: SiteLiteral(fileID: files[Int(record.fileIndex)], line: UInt(record.line)),
-                factory: isSingleton ? _Factory<Key.Value>(borrowing: { parent[key] }) : factory(at: slot),
-                isOverride: false
-            )
-            registration.isInherited = true
-            return registration
-        }
-        return inherit(record.key)
     }
 }

@@ -36,10 +36,10 @@ extension ServiceGraph.Builder {
         var build = SingletonBuild(plan: plan, core: core)
         let outcome = await build.run()
         switch outcome {
-        case .success(let record):
+        case .success(let log):
             let graph = ServiceGraph(
                 core: core,
-                record: record,
+                log: log,
                 parent: parent,
                 childID: childID,
                 requiresShutdown: requiresShutdown
@@ -60,12 +60,12 @@ extension ServiceGraph.Builder {
         case .failure(let error):
             parent?.childFinished(childID)
             let problems = error.problems
-            var record = build.record
-            record.started = []  // the snapshot must not keep the released instances alive
+            var log = build.log
+            log.started = []  // the snapshot must not keep the released instances alive
             throw ServiceGraphError(
                 problems,
-                snapshot: GraphSnapshot { [record] in
-                    GraphDescription(core: core, record: record).marked(with: problems)
+                snapshot: GraphSnapshot { [log] in
+                    GraphDescription(core: core, log: log).marked(with: problems)
                 }
             )
         }

@@ -1,28 +1,3 @@
-/// What a build recorded: the creation order and how long each service took.
-struct BuildRecord: Sendable {
-    /// Per slot, how long the factory took in microseconds (-1 for services the build did not create).
-    var factoryMicroseconds: [Int32]
-    /// Per slot, how long `didAdd` took in microseconds (-1 when it has no hooks or was not created).
-    var didAddMicroseconds: [Int32]
-    /// Services whose `didAdd` succeeded, in the order they started.
-    var started: [StartedService] = []
-    /// Wall-clock time of the whole build.
-    var totalDuration: Duration = .zero
-
-    init(count: Int) {
-        factoryMicroseconds = Array(repeating: -1, count: count)
-        didAddMicroseconds = Array(repeating: -1, count: count)
-    }
-
-    func factoryDuration(_ slot: Int) -> Duration? {
-        factoryMicroseconds[slot] < 0 ? nil : .microseconds(factoryMicroseconds[slot])
-    }
-
-    func didAddDuration(_ slot: Int) -> Duration? {
-        didAddMicroseconds[slot] < 0 ? nil : .microseconds(didAddMicroseconds[slot])
-    }
-}
-
 /// Creates a graph's singletons in dependency order, independent ones concurrently.
 ///
 /// One coordinator owns all the state. Synchronous factories run inline on the coordinator (they
@@ -37,7 +12,8 @@ struct BuildRecord: Sendable {
 struct SingletonBuild {
     private let core: _GraphCore
     private let plan: GraphPlan
-    private var waiting: [Int]
+    /// Which services have all their dependencies ready.
+    private var countdown: Topology.Countdown
     private var ready: [Int] = []
     private var nextReady = 0
     /// The tasks at work on a service (an async factory, a `didAdd`), by slot.
@@ -48,7 +24,7 @@ struct SingletonBuild {
     /// The tasks the build gave up on (timed out, or still at work when the build was cancelled), by
     /// slot: what they depend on is released only once they end.
     private var abandoned: [Int: Task<Void, Never>] = [:]
-    private(set) var record: BuildRecord
+    private(set) var log: BuildLog
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
     private let inbox = BuildInbox()
@@ -60,15 +36,13 @@ struct SingletonBuild {
     init(plan: GraphPlan, core: _GraphCore) {
         self.core = core
         self.plan = plan
-        self.record = BuildRecord(count: core.count)
-        self.waiting = (0..<core.count).map { plan.edges.dependencies(of: $0).count }
-        for slot in 0..<core.count where core.lifetime(of: slot) == .singleton && waiting[slot] == 0 {
-            ready.append(slot)
-        }
+        self.log = BuildLog(count: core.count)
+        self.countdown = Topology.Countdown(plan.edges)
+        self.ready = countdown.initiallyReady.filter { core.lifetime(of: $0) == .singleton }
     }
 
     /// Builds every singleton, or releases what was built and returns the problems.
-    mutating func run() async -> Result<BuildRecord, ServiceGraphError> {
+    mutating func run() async -> Result<BuildLog, ServiceGraphError> {
         let start = clock.now
         core.events.send(ServiceGraphEvent(.buildStarted))
         var isAbandoned = false
@@ -92,7 +66,7 @@ struct SingletonBuild {
         running = [:]
         for task in reported { await task.value }
         reported = []
-        record.totalDuration = start.duration(to: clock.now)
+        log.totalDuration = start.duration(to: clock.now)
         let isCancelled = isAbandoned || Task.isCancelled
         // Work cancelled because of another failure (or of the caller) did not fail on its own.
         let isCancellation = { (problem: ServiceGraphError.Problem) in problem.underlyingError is CancellationError }
@@ -105,7 +79,7 @@ struct SingletonBuild {
                     .buildCancelled,
                     key: "build",
                     message:
-                        "the build was cancelled; the \(record.started.count) services that had started were released"
+                        "the build was cancelled; the \(log.started.count) services that had started were released"
                         + (abandoned.isEmpty ? "" : " (those that abandoned work still uses once it ends)")
                 ),
                 at: 0
@@ -121,15 +95,15 @@ struct SingletonBuild {
             return .failure(error)
         }
         core.releaseFactories { core.lifetime(of: $0) == .singleton }
-        core.events.send(ServiceGraphEvent(.buildFinished, duration: record.totalDuration))
-        return .success(record)
+        core.events.send(ServiceGraphEvent(.buildFinished, duration: log.totalDuration))
+        return .success(log)
     }
 
     /// The started services to release now, and those that abandoned work still depends on
     /// (directly or not), to release once that work ends: a service is never removed while something
     /// that uses it may still be starting.
     private func partitionStartedByAbandonedWork() -> (now: [StartedService], later: [StartedService]) {
-        guard !abandoned.isEmpty else { return (record.started, []) }
+        guard !abandoned.isEmpty else { return (log.started, []) }
         var inUse = Array(repeating: false, count: core.count)
         var stack = Array(abandoned.keys)
         while let slot = stack.popLast() {
@@ -140,7 +114,7 @@ struct SingletonBuild {
         }
         var now: [StartedService] = []
         var later: [StartedService] = []
-        for service in record.started {
+        for service in log.started {
             if inUse[service.slot] { later.append(service) } else { now.append(service) }
         }
         return (now, later)
@@ -289,13 +263,11 @@ struct SingletonBuild {
     ) {
         core.storeSingleton(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
-        record.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
-        record.didAddMicroseconds[slot] = didAdd.map { Int32(clamping: $0.wholeMicroseconds) } ?? -1
-        if let hooks { record.started.append(StartedService(slot: slot, hooks: hooks)) }
-        for dependent in plan.edges.dependents(of: slot) {
-            waiting[dependent] -= 1
-            if waiting[dependent] == 0 && core.lifetime(of: dependent) == .singleton { ready.append(dependent) }
-        }
+        log.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
+        log.didAddMicroseconds[slot] = didAdd.map { Int32(clamping: $0.wholeMicroseconds) } ?? -1
+        if let hooks { log.started.append(StartedService(slot: slot, hooks: hooks)) }
+        let core = core
+        countdown.finish(slot, appendingReadyTo: &ready) { core.lifetime(of: $0) == .singleton }
     }
 
     /// Gives a build failure the path from a root of the graph down to the failing service.

@@ -7,8 +7,8 @@ extension ServiceGraph {
         func entry(_ slot: Int) -> StartupReport.Entry {
             StartupReport.Entry(
                 key: core.name(slot),
-                factory: record.factoryDuration(slot) ?? .zero,
-                didAdd: record.didAddDuration(slot) ?? .zero
+                factory: log.factoryDuration(slot) ?? .zero,
+                didAdd: log.didAddDuration(slot) ?? .zero
             )
         }
         // Longest path through the singletons, in their (topological) initialization order.
@@ -33,7 +33,7 @@ extension ServiceGraph {
         }
         let slowest = order.map(entry).sorted { ($0.total, $1.key) > ($1.total, $0.key) }.prefix(limit)
         return StartupReport(
-            totalDuration: record.totalDuration,
+            totalDuration: log.totalDuration,
             slowest: Array(slowest),
             criticalPath: path.reversed()
         )

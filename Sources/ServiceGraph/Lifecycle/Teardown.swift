@@ -1,5 +1,9 @@
-/// Where a cleanup that runs once stands: a graph's shutdown, a scope's close, a failed build's
-/// release of what it started.
+/// Where a cleanup that runs once stands: a graph's shutdown, a scope's close.
+///
+/// A failed build's release of what it started needs none of this: it has one caller (the build's
+/// coordinator, which has not handed the graph to anyone) and no waiter, so it calls
+/// ``Lifecycle/release(_:of:)``, the same release routine these runs call, directly. Work the build
+/// abandoned releases what it started itself, once ``BuildInbox`` refuses its report.
 ///
 /// The first caller to ``start()`` it runs it; a later or concurrent caller finds it running or
 /// finished and, if it needs the outcome, waits for the first run's with ``Locked/outcome(of:)``. A
@@ -54,7 +58,7 @@ struct Teardown<Outcome: Sendable> {
         }
     }
 
-    /// Records the outcome of the run.
+    /// Keeps the outcome of the run.
     ///
     /// - Returns: The callers waiting for it: resume them once out of the owner's lock.
     mutating func finish(with outcome: Outcome) -> Waiters {

@@ -1,23 +1,52 @@
-/// The graph algorithms over ``Edges``, each written once: topological order and strongly connected
-/// components. Targets below zero (missing keys) are not nodes and are skipped.
+/// The graph algorithms over ``Edges``, each written once: topological order (whole, or step by step
+/// with ``Countdown``), strongly connected components and the dependents of a set. Targets below zero
+/// (missing keys) are not nodes and are skipped.
 enum Topology {
     /// Dependencies before dependents (Kahn's algorithm), ties in node order. Nodes on a cycle, and
     /// those that depend on one, are left out.
     ///
     /// - Complexity: O(nodes + edges).
     static func order(of edges: Edges) -> [Int] {
-        var waiting = (0..<edges.count).map { node in edges.dependencies(of: node).count { $0 >= 0 } }
-        var order = (0..<edges.count).filter { waiting[$0] == 0 }
+        var countdown = Countdown(edges)
+        var order = countdown.initiallyReady
         order.reserveCapacity(edges.count)
         var head = 0
         while head < order.count {
-            for dependent in edges.dependents(of: order[head]) {
-                waiting[dependent] -= 1
-                if waiting[dependent] == 0 { order.append(dependent) }
-            }
+            countdown.finish(order[head], appendingReadyTo: &order)
             head += 1
         }
         return order
+    }
+
+    /// Kahn's algorithm one step at a time, for a caller that finishes nodes in an order of its own
+    /// (the build finishes a service when its factory returns, concurrently with others): each node
+    /// counts its dependencies still unfinished, and becomes ready when the count reaches zero.
+    struct Countdown {
+        private let edges: Edges
+        private var waiting: [Int]
+
+        init(_ edges: Edges) {
+            self.edges = edges
+            waiting = (0..<edges.count).map { node in edges.dependencies(of: node).count { $0 >= 0 } }
+        }
+
+        /// The nodes with no dependency, in node order.
+        var initiallyReady: [Int] {
+            waiting.indices.filter { waiting[$0] == 0 }
+        }
+
+        /// Marks `node` finished and appends to `ready` each dependent it was the last unfinished
+        /// dependency of (in ascending order) that `isWanted` accepts.
+        mutating func finish(
+            _ node: Int,
+            appendingReadyTo ready: inout [Int],
+            where isWanted: (Int) -> Bool = { _ in true }
+        ) {
+            for dependent in edges.dependents(of: node) {
+                waiting[dependent] -= 1
+                if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
+            }
+        }
     }
 
     /// The strongly connected components (Tarjan's algorithm, iterative so deep graphs cannot overflow
@@ -34,13 +63,18 @@ enum Topology {
         var counter = 0
         var work: [(node: Int, edge: Int)] = []
 
-        for root in 0..<count where index[root] == -1 {
-            index[root] = counter
-            lowLink[root] = counter
+        /// Numbers `node`, and puts it on the stack and the work list.
+        func visit(_ node: Int) {
+            index[node] = counter
+            lowLink[node] = counter
             counter += 1
-            stack.append(root)
-            onStack[root] = true
-            work.append((root, 0))
+            stack.append(node)
+            onStack[node] = true
+            work.append((node, 0))
+        }
+
+        for root in 0..<count where index[root] == -1 {
+            visit(root)
             while let (node, edge) = work.last {
                 let targets = edges.dependencies(of: node)
                 if edge < targets.count {
@@ -48,12 +82,7 @@ enum Topology {
                     let next = targets[targets.startIndex + edge]
                     if next < 0 { continue }
                     if index[next] == -1 {
-                        index[next] = counter
-                        lowLink[next] = counter
-                        counter += 1
-                        stack.append(next)
-                        onStack[next] = true
-                        work.append((next, 0))
+                        visit(next)
                     } else if onStack[next] {
                         lowLink[node] = min(lowLink[node], index[next])
                     }

@@ -1,4 +1,4 @@
-/// One `provide` call, as the builder records it: nothing runs until ``ServiceGraph/Builder/build()``.
+/// One `provide` call, as the builder keeps it: nothing runs until ``ServiceGraph/Builder/build()``.
 struct Registration: Sendable {
     let key: any ServiceKey.Type
     let lifetime: Lifetime

@@ -27,7 +27,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        record(
+        addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -48,7 +48,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        record(
+        addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -70,7 +70,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) {
-        record(key, lifetime: .singleton, fileID: fileID, line: line, isOverride: true) { value }
+        addProvider(key, lifetime: .singleton, fileID: fileID, line: line, isOverride: true) { value }
     }
 }
 

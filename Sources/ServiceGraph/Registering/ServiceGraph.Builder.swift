@@ -82,7 +82,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        record(
+        addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -112,7 +112,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        record(
+        addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -152,9 +152,9 @@ extension ServiceGraph.Builder {
 }
 
 extension ServiceGraph.Builder {
-    /// Wraps a synchronous factory in the graph's thunks and records it.
+    /// Wraps a synchronous factory in the graph's thunks and adds it to the registrations.
     @inlinable
-    mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
+    mutating func addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
         dependsOn dependencies: repeat (each Dependency).Type,
@@ -182,9 +182,9 @@ extension ServiceGraph.Builder {
         )
     }
 
-    /// Wraps an asynchronous factory in the graph's thunk and records it.
+    /// Wraps an asynchronous factory in the graph's thunk and adds it to the registrations.
     @inlinable
-    mutating func record<Key: ServiceKey, each Dependency: ServiceKey>(
+    mutating func addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
         dependsOn dependencies: repeat (each Dependency).Type,

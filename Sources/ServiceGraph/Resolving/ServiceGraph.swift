@@ -15,7 +15,8 @@
 public final class ServiceGraph: Sendable {
     @usableFromInline
     let core: _GraphCore
-    let record: BuildRecord
+    /// What the build noted: creation order, timings, the services whose hooks it started.
+    let log: BuildLog
     /// The graph this one is a child of: kept alive as long as the child lives.
     let parent: ServiceGraph?
     /// This graph's number among its parent's children.
@@ -41,9 +42,9 @@ public final class ServiceGraph: Sendable {
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    init(core: _GraphCore, record: BuildRecord, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
+    init(core: _GraphCore, log: BuildLog, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
         self.core = core
-        self.record = record
+        self.log = log
         self.parent = parent
         self.childID = childID
         self.requiresShutdown = requiresShutdown
@@ -59,8 +60,8 @@ public final class ServiceGraph: Sendable {
 
     /// Says that the graph is released while services still owe their `willRemove`.
     private func reportDroppedWithoutShutdown() {
-        guard !record.started.isEmpty else { return }
-        let names = record.started.map { core.name($0.slot) }.joined(separator: ", ")
+        guard !log.started.isEmpty else { return }
+        let names = log.started.map { core.name($0.slot) }.joined(separator: ", ")
         core.events.send(ServiceGraphEvent(.droppedWithoutShutdown, key: names))
         if requiresShutdown {
             assertionFailure(
@@ -281,7 +282,7 @@ public final class ServiceGraph: Sendable {
             found += await scope.closeForShutdown()
         }
         await waitForDependents()
-        found += await Lifecycle.release(record.started, of: core)
+        found += await Lifecycle.release(log.started, of: core)
         core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
         let waiters = state.withLock { $0.shutdown.finish(with: found) }
         parent?.childFinished(childID)

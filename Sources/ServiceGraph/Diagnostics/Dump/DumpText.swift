@@ -4,6 +4,10 @@
 /// 100,000 services is millions of small pieces, and appending each to a `String` (or interpolating
 /// one first) costs several times more than copying its bytes. Plain byte copies also keep debug
 /// builds, where tests dump 100,000 services, fast.
+///
+/// Raw memory rather than a `[UInt8]`: with an array's uniqueness and bounds checks on every append,
+/// the JSON dump of 100,000 services takes 1.6 times as long. The buffer never leaves this object;
+/// `count <= capacity` always holds, and every write reserves its room first.
 final class DumpText {
     private var base: UnsafeMutablePointer<UInt8>
     private var count = 0
@@ -56,7 +60,7 @@ final class DumpText {
     func write(number: Int) {
         var divisor = 1
         while divisor <= number / 10 { divisor *= 10 }
-        reserve(20)
+        reserve(20)  // the digits of any Int
         while divisor > 0 {
             base[count] = UInt8(truncatingIfNeeded: 0x30 + (number / divisor) % 10)
             count += 1
@@ -89,6 +93,8 @@ final class DumpText {
     private func write(bytes: UnsafePointer<UInt8>, count length: Int) {
         guard length > 0 else { return }
         reserve(length)
+        // Safety: `reserve` made room for `length` bytes after `count`; `bytes` is the caller's
+        // borrowed UTF-8, never this buffer.
         UnsafeMutableRawPointer(base + count).copyMemory(from: bytes, byteCount: length)
         count += length
     }

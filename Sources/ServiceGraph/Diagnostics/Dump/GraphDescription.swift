@@ -102,7 +102,7 @@ struct GraphDescription: Sendable {
     /// Describes a built graph, or the part of one a failed build created.
     ///
     /// - Complexity: O(services + edges), with one reflection per key and per value type.
-    init(core: _GraphCore, record: BuildRecord) {
+    init(core: _GraphCore, log: BuildLog) {
         let names = core.keyNames.all
         let files = core.files.map(\.description)
         var valueTypes = TypeName.ValueTypeNames()
@@ -122,12 +122,12 @@ struct GraphDescription: Sendable {
             edgeCount: core.edgeCount
         )
         initializationOrder = core.creationOrder
-        totalDuration = record.totalDuration
+        totalDuration = log.totalDuration
         isBuilt = true
         for (index, slot) in initializationOrder.enumerated() {
             services[slot].initializationIndex = index
-            services[slot].factoryDuration = record.factoryDuration(slot)
-            services[slot].didAddDuration = record.didAddDuration(slot)
+            services[slot].factoryDuration = log.factoryDuration(slot)
+            services[slot].didAddDuration = log.didAddDuration(slot)
         }
     }
 

@@ -9,7 +9,7 @@ extension ServiceGraph {
     ///
     /// - Complexity: O(services + edges), in time and in the size of the output, in every format.
     public func dump(_ format: DumpFormat = .text, includingTimings: Bool = true) -> String {
-        let description = GraphDescription(core: core, record: record)
+        let description = GraphDescription(core: core, log: log)
         return (includingTimings ? description : description.withoutTimings()).render(format)
     }
 }

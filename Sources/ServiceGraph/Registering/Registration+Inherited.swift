@@ -1,0 +1,28 @@
+extension Registration {
+    /// The registration a child graph takes over from `parent` for the service at `slot`: the
+    /// parent's own instance for a singleton (borrowed: the parent runs its hooks), the same factory,
+    /// run in the child, for a transient or scoped service.
+    ///
+    /// Made from what the built graph keeps per service (key, lifetime, site, dependency slots,
+    /// factory), not from a plan kept for the purpose: keeping every graph's plan would cost each
+    /// graph its registrations and edge arrays again, and would keep the singletons' factories alive
+    /// after the build.
+    init(inheritedFrom parent: ServiceGraph, at slot: Int) {
+        let core = parent.core
+        let service = core.records[slot]
+        func inherit<Key: ServiceKey>(_ key: Key.Type) -> Registration {
+            let isSingleton = service.lifetime == .singleton
+            var registration = Registration(
+                key: key,
+                lifetime: service.lifetime,
+                dependencies: isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key },
+                site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
+                factory: isSingleton ? _Factory<Key.Value>(borrowing: { parent[key] }) : core.factory(at: slot),
+                isOverride: false
+            )
+            registration.isInherited = true
+            return registration
+        }
+        self = inherit(service.key)
+    }
+}
