@@ -27,7 +27,7 @@ extension ServiceKey {
 extension ServiceKey {
     /// A stable identity for the key type, used to index the graph.
     @inlinable
-    static var keyID: ObjectIdentifier { ObjectIdentifier(Self.self) }
+    static var _keyID: ObjectIdentifier { ObjectIdentifier(Self.self) }
 
     /// A stable identity for the key's value type, used for "did you mean" suggestions.
     static var valueTypeID: ObjectIdentifier { ObjectIdentifier(Value.self) }

@@ -15,5 +15,5 @@ protocol TestDoubleKey {
 }
 
 extension DoubleKey: TestDoubleKey {
-    static var originalKeyID: ObjectIdentifier { Original.keyID }
+    static var originalKeyID: ObjectIdentifier { Original._keyID }
 }

@@ -67,7 +67,7 @@ final class _Factory<Value: Sendable>: _AnyFactory, @unchecked Sendable {
     @inlinable
     init(makeSynchronously: SyncThunk?, make: @escaping AsyncThunk) {
         self.makeSynchronously =
-            makeSynchronously ?? { _ in throw ServiceGraphError.asynchronousFactory(Value.self) }
+            makeSynchronously ?? { _ in throw ServiceGraphError._asynchronousFactory(Value.self) }
         self.make = make
         self.boxType = _Box<Value>.self
         self.hooksOf = { $0 as? any LifecycleHooks }

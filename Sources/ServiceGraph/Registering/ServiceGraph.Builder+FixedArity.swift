@@ -17,7 +17,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable () throws -> Key.Value
     ) {
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
             dependencies: [],
@@ -42,7 +42,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (D1.Value) throws -> Key.Value
     ) {
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
             dependencies: [d1],
@@ -68,7 +68,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (D1.Value, D2.Value) throws -> Key.Value
     ) {
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
             dependencies: [d1, d2],
@@ -97,7 +97,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (D1.Value, D2.Value, D3.Value) throws -> Key.Value
     ) {
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
             dependencies: [d1, d2, d3],
@@ -133,7 +133,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (D1.Value, D2.Value, D3.Value, D4.Value) throws -> Key.Value
     ) {
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
             dependencies: [d1, d2, d3, d4],

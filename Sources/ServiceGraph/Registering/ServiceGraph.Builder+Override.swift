@@ -27,7 +27,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        addProvider(
+        _addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -48,7 +48,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        addProvider(
+        _addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -70,7 +70,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) {
-        addProvider(key, lifetime: .singleton, fileID: fileID, line: line, isOverride: true) { value }
+        _addProvider(key, lifetime: .singleton, fileID: fileID, line: line, isOverride: true) { value }
     }
 }
 
@@ -101,7 +101,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line
     ) -> DoubleKey<Key, Double>.Type {
         registrations.removeAll { registration in
-            (registration.key as? any TestDoubleKey.Type)?.originalKeyID == Key.keyID
+            (registration.key as? any TestDoubleKey.Type)?.originalKeyID == Key._keyID
         }
         provide(DoubleKey<Key, Double>.self, fileID: fileID, line: line, factory: makeDouble)
         override(key, dependsOn: DoubleKey<Key, Double>.self, fileID: fileID, line: line) { upcast($0) }

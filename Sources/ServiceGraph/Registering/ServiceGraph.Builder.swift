@@ -82,7 +82,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        addProvider(
+        _addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -112,7 +112,7 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        addProvider(
+        _addProvider(
             key,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
@@ -154,7 +154,7 @@ extension ServiceGraph.Builder {
 extension ServiceGraph.Builder {
     /// Wraps a synchronous factory in the graph's thunks and adds it to the registrations.
     @inlinable
-    mutating func addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
+    mutating func _addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
         dependsOn dependencies: repeat (each Dependency).Type,
@@ -171,10 +171,10 @@ extension ServiceGraph.Builder {
                 try factory(repeat try await resolver.nextAwaiting((each Dependency).self))
             }
         )
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: keyList(repeat each dependencies),
+            dependencies: _keyList(repeat each dependencies),
             fileID: fileID,
             line: line,
             isOverride: isOverride,
@@ -184,7 +184,7 @@ extension ServiceGraph.Builder {
 
     /// Wraps an asynchronous factory in the graph's thunk and adds it to the registrations.
     @inlinable
-    mutating func addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
+    mutating func _addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
         dependsOn dependencies: repeat (each Dependency).Type,
@@ -199,10 +199,10 @@ extension ServiceGraph.Builder {
                 try await factory(repeat try await resolver.nextAwaiting((each Dependency).self))
             }
         )
-        append(
+        _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: keyList(repeat each dependencies),
+            dependencies: _keyList(repeat each dependencies),
             fileID: fileID,
             line: line,
             isOverride: isOverride,
@@ -212,7 +212,7 @@ extension ServiceGraph.Builder {
 
     /// The pack of dependency key types as an array.
     @usableFromInline
-    func keyList<each Dependency: ServiceKey>(_ dependencies: repeat (each Dependency).Type) -> [any ServiceKey.Type] {
+    func _keyList<each Dependency: ServiceKey>(_ dependencies: repeat (each Dependency).Type) -> [any ServiceKey.Type] {
         var keys: [any ServiceKey.Type] = []
         for dependency in repeat each dependencies {
             keys.append(dependency)
@@ -221,7 +221,7 @@ extension ServiceGraph.Builder {
     }
 
     @usableFromInline
-    mutating func append<Key: ServiceKey>(
+    mutating func _appendRegistration<Key: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
         dependencies: [any ServiceKey.Type],

@@ -14,7 +14,9 @@
 /// which the graph keeps until it is itself deallocated, then drops in reverse creation order.
 public final class ServiceGraph: Sendable {
     @usableFromInline
-    let core: _GraphCore
+    let _core: _GraphCore
+    /// The graph's core, for the library's code that is not inlined into clients.
+    var core: _GraphCore { _core }
     /// What the build noted: creation order, timings, the services whose hooks it started.
     let log: BuildLog
     /// The graph this one is a child of: kept alive as long as the child lives.
@@ -43,7 +45,7 @@ public final class ServiceGraph: Sendable {
     }
 
     init(core: _GraphCore, log: BuildLog, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
-        self.core = core
+        self._core = core
         self.log = log
         self.parent = parent
         self.childID = childID
@@ -61,8 +63,8 @@ public final class ServiceGraph: Sendable {
     /// Says that the graph is released while services still owe their `willRemove`.
     private func reportDroppedWithoutShutdown() {
         guard !log.started.isEmpty else { return }
-        let names = log.started.map { core.name($0.slot) }.joined(separator: ", ")
-        core.events.send(ServiceGraphEvent(.droppedWithoutShutdown, key: names))
+        let names = log.started.map { _core.name($0.slot) }.joined(separator: ", ")
+        _core.events.send(ServiceGraphEvent(.droppedWithoutShutdown, key: names))
         if requiresShutdown {
             assertionFailure(
                 """
@@ -83,8 +85,8 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1): a table lookup and an array read, no lock.
     @inlinable
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        guard let slot = core.slot(of: key), let value = core.singleton(at: slot, as: Key.Value.self) else {
-            core.trapNotSingleton(key)
+        guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
+            _core.trapNotSingleton(key)
         }
         return value
     }
@@ -110,10 +112,10 @@ public final class ServiceGraph: Sendable {
     ///   per transient deeper than 64 levels.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
-        let slot = try resolvableSlot(of: key)
-        guard core.resolvesSynchronously(slot) else { throw core.cannotResolveSynchronouslyError(slot) }
-        if core.reportsResolves { return try core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
-        return try core.valueSynchronously(at: slot, as: key, in: nil)
+        let slot = try _resolvableSlot(of: key)
+        guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }
+        if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
+        return try _core.valueSynchronously(at: slot, as: key, in: nil)
     }
 
     /// Resolves `key`, of any lifetime but scoped, awaiting asynchronous factories.
@@ -133,15 +135,15 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        let slot = try resolvableSlot(of: key)
-        if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: nil) }
-        return try await core.value(at: slot, as: key, in: nil, startsChain: true)
+        let slot = try _resolvableSlot(of: key)
+        if _core.reportsResolves { return try await _core.valueReporting(at: slot, as: key, in: nil) }
+        return try await _core.value(at: slot, as: key, in: nil, startsChain: true)
     }
 
     @inlinable
-    func resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
-        guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
-        guard !core.isShutDown() else { throw core.shutDownError(key) }
+    func _resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
+        guard let slot = _core.slot(of: key) else { throw _core.notFoundError(key) }
+        guard !_core.isShutDown() else { throw _core.shutDownError(key) }
         return slot
     }
 
@@ -157,15 +159,15 @@ public final class ServiceGraph: Sendable {
     public func makeScope() throws(ServiceGraphError) -> ServiceScope {
         try state.withLock { state throws(ServiceGraphError) in
             guard !state.shutdown.hasStarted else {
-                throw ServiceGraphError(core.shutDownProblem("a new scope"))
+                throw ServiceGraphError(_core.shutDownProblem("a new scope"))
             }
-            let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: core)
+            let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
             state.scopeLayout = layout
             let scope = ServiceScope(graph: self, layout: layout, id: state.nextID)
             state.scopes[state.nextID] = WeakReference(scope)
             state.nextID += 1
             state.unfinished += 1
-            core.events.send(ServiceGraphEvent(.scopeOpened))
+            _core.events.send(ServiceGraphEvent(.scopeOpened))
             return scope
         }
     }
@@ -183,7 +185,7 @@ public final class ServiceGraph: Sendable {
     func childBuildStarted() throws(ServiceGraphError) -> Int {
         try state.withLock { state throws(ServiceGraphError) in
             guard !state.shutdown.hasStarted else {
-                throw ServiceGraphError(core.shutDownProblem("a child graph"))
+                throw ServiceGraphError(_core.shutDownProblem("a child graph"))
             }
             let id = state.nextID
             state.nextID += 1
@@ -248,7 +250,7 @@ public final class ServiceGraph: Sendable {
             case .finished(let problems): return .done(problems)
             case .running: return .wait
             case .run:
-                core.markShutDown()
+                _core.markShutDown()
                 let children = state.children.sorted { $0.key > $1.key }.compactMap { $0.value.object }
                 let scopes = state.scopes.sorted { $0.key > $1.key }.compactMap { $0.value.object }
                 return .run(children: children, scopes: scopes)
@@ -282,8 +284,8 @@ public final class ServiceGraph: Sendable {
             found += await scope.closeForShutdown()
         }
         await waitForDependents()
-        found += await Lifecycle.release(log.started, of: core)
-        core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
+        found += await Lifecycle.release(log.started, of: _core)
+        _core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
         let waiters = state.withLock { $0.shutdown.finish(with: found) }
         parent?.childFinished(childID)
         waiters.resume(returning: found)
@@ -307,6 +309,6 @@ public final class ServiceGraph: Sendable {
 
     /// The singletons' key names in the order they were created (a topological order).
     public var initializationOrder: [String] {
-        core.creationOrder.map { core.name($0) }
+        _core.creationOrder.map { _core.name($0) }
     }
 }

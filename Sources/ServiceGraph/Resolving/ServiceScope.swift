@@ -12,7 +12,9 @@
 /// ```
 public final class ServiceScope: Sendable {
     @usableFromInline
-    let core: _GraphCore
+    let _core: _GraphCore
+    /// The graph's core, for the library's code that is not inlined into clients.
+    var core: _GraphCore { _core }
     let id: Int
     private weak let graph: ServiceGraph?
     /// The created instances, read without a lock.
@@ -38,7 +40,7 @@ public final class ServiceScope: Sendable {
     }
 
     init(graph: ServiceGraph, layout: _GraphCore.ScopeLayout, id: Int) {
-        self.core = graph.core
+        self._core = graph._core
         self.graph = graph
         self.id = id
         self.instances = _GraphCore.ScopeCells(layout: layout)
@@ -68,7 +70,7 @@ public final class ServiceScope: Sendable {
             waiters?.resume()
             return
         }
-        let core = self.core
+        let core = _core
         core.events.send(ServiceGraphEvent(.scopeDropped, key: dropped.owedNames(in: core)))
         UnretainingTask.start(
             {
@@ -90,8 +92,8 @@ public final class ServiceScope: Sendable {
     ///
     /// - Complexity: O(1), no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        guard let slot = core.slot(of: key), let value = core.singleton(at: slot, as: Key.Value.self) else {
-            core.trapNotSingleton(key)
+        guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
+            _core.trapNotSingleton(key)
         }
         return value
     }
@@ -110,12 +112,12 @@ public final class ServiceScope: Sendable {
     ///   instance in the chain.
     @inlinable
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        let slot = try enter(key)
-        defer { leave() }
-        if core.reportsResolves { return try await core.valueReporting(at: slot, as: key, in: self) }
+        let slot = try _enter(key)
+        defer { _leave() }
+        if _core.reportsResolves { return try await _core.valueReporting(at: slot, as: key, in: self) }
         // A scoped instance already created is read here, as fast as a singleton.
-        if let box = createdBox(at: slot) { return box.value(as: Key.Value.self) }
-        return try await core.value(at: slot, as: key, in: self, startsChain: true)
+        if let box = _createdBox(at: slot) { return box.value(as: Key.Value.self) }
+        return try await _core.value(at: slot, as: key, in: self, startsChain: true)
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient whose chain is synchronous and
@@ -125,43 +127,43 @@ public final class ServiceScope: Sendable {
     /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
-        let slot = try enter(key)
-        defer { leave() }
-        guard core.resolvesSynchronously(slot) else { throw core.cannotResolveSynchronouslyError(slot) }
-        if core.reportsResolves { return try core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
-        return try core.valueSynchronously(at: slot, as: key, in: self)
+        let slot = try _enter(key)
+        defer { _leave() }
+        guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }
+        if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
+        return try _core.valueSynchronously(at: slot, as: key, in: self)
     }
 
-    /// Starts a resolve of `key`: its slot, counted as in flight until ``leave()``, so that closing
+    /// Starts a resolve of `key`: its slot, counted as in flight until ``_leave()``, so that closing
     /// the scope waits for it instead of releasing what it is using.
     @inlinable
-    func enter<Key: ServiceKey>(_ key: Key.Type) throws(ServiceGraphError) -> Int {
-        guard let slot = core.slot(of: key) else { throw notFoundError(key) }
-        guard enterResolve() else { throw closedError(key) }
+    func _enter<Key: ServiceKey>(_ key: Key.Type) throws(ServiceGraphError) -> Int {
+        guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
+        guard _enterResolve() else { throw _closedError(key) }
         return slot
     }
 
     /// Counts a resolve as in flight; false once the scope is closing.
     @usableFromInline
-    func enterResolve() -> Bool {
+    func _enterResolve() -> Bool {
         resolves.enter()
     }
 
     /// The error for `key` missing from the graph (out of line: the cold path).
     @usableFromInline
-    func notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
-        ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
+    func _notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(_core.notFound(Key.serviceName, valueType: Key.valueTypeID))
     }
 
     /// The error for `key` asked of a closed scope (out of line: the cold path).
     @usableFromInline
-    func closedError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+    func _closedError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
         ServiceGraphError(closedProblem(Key.serviceName))
     }
 
-    /// Ends a resolve started by ``enter(_:)``.
+    /// Ends a resolve started by ``_enter(_:)``.
     @usableFromInline
-    func leave() {
+    func _leave() {
         resolves.leave()
     }
 
@@ -169,17 +171,17 @@ public final class ServiceScope: Sendable {
     ///
     /// - Complexity: O(1) for an instance already created: an atomic load, no lock.
     @inlinable
-    nonisolated(nonsending) func instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
-        if let box = createdBox(at: slot) {
+    nonisolated(nonsending) func _instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
+        if let box = _createdBox(at: slot) {
             return box.value(as: Key.Value.self)
         }
-        return try await makeInstance(at: slot, as: key)
+        return try await _makeInstance(at: slot, as: key)
     }
 
     /// The box of the instance at `slot` if it is a scoped service already created and the scope is
     /// open, not retained: the caller is a resolve in flight, which keeps it alive.
     @usableFromInline
-    func createdBox(at slot: Int) -> _GraphCore._PublishedBox? {
+    func _createdBox(at slot: Int) -> _GraphCore._PublishedBox? {
         guard !resolves.isClosing else { return nil }
         return instances.box(at: slot)
     }
@@ -187,8 +189,10 @@ public final class ServiceScope: Sendable {
     /// The instance at `slot`, created by this call or by the one that was first to ask for it; or
     /// an error when the scope is closing.
     @usableFromInline
-    nonisolated(nonsending) func makeInstance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value
-    {
+    nonisolated(nonsending) func _makeInstance<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type
+    ) async throws -> Key.Value {
         let step = state.withLock { state -> LookupStep in
             if state.closing.hasStarted { return .closed }
             // Created since the first look.
@@ -203,7 +207,7 @@ public final class ServiceScope: Sendable {
             break
         case .wait(let task):
             // Being made by this task (or the one that asked for it): waiting would never end.
-            if _ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
+            if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
             try await task.value
         case .closed:
             throw ServiceGraphError(closedProblem(Key.serviceName))
@@ -223,32 +227,32 @@ public final class ServiceScope: Sendable {
     }
 
     private func makeAndAdd(_ slot: Int) async throws {
-        let factory = core.factory(at: slot)
+        let factory = _core.factory(at: slot)
         let box: _AnyBox
         let clock = ContinuousClock()
         let start = clock.now
         do {
-            if let limit = core.factoryTimeout, !factory.isSynchronous {
+            if let limit = _core.factoryTimeout, !factory.isSynchronous {
                 box = try await make(slot, within: limit)
             } else {
-                box = try await core.makeBox(at: slot, in: self)
+                box = try await _core.makeBox(at: slot, in: self)
             }
-            core.events.send(
-                ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
+            _core.events.send(
+                ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: clock.now))
             )
         } catch let timeout as FactoryTimedOut {
             state.withLock { _ = $0.creating.removeValue(forKey: slot) }
-            throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: core))
+            throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))
         } catch {
             state.withLock { _ = $0.creating.removeValue(forKey: slot) }
-            throw core.failure(error, at: slot)
+            throw _core.failure(error, at: slot)
         }
-        let hooks = factory.instanceHooks(of: box).flatMap { core.hookClaims.claim($0) ? $0 : nil }
+        let hooks = factory.instanceHooks(of: box).flatMap { _core.hookClaims.claim($0) ? $0 : nil }
         if let hooks {
             do {
-                try await Lifecycle.didAdd(hooks, of: slot, in: core)
+                try await Lifecycle.didAdd(hooks, of: slot, in: _core)
             } catch {
-                core.hookClaims.giveBack(hooks)
+                _core.hookClaims.giveBack(hooks)
                 state.withLock { _ = $0.creating.removeValue(forKey: slot) }
                 throw error
             }
@@ -266,7 +270,7 @@ public final class ServiceScope: Sendable {
         let made = Locked<_AnyBox?>(nil)
         do {
             try await Lifecycle.withTimeout(limit) { [self] in
-                let box = try await core.makeBox(at: slot, in: self)
+                let box = try await _core.makeBox(at: slot, in: self)
                 made.withLock { $0 = box }
             }
         } catch is HookTimedOut {
@@ -334,8 +338,8 @@ public final class ServiceScope: Sendable {
             let started = created.compactMap { entry in
                 entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
             }
-            let problems = await Lifecycle.release(started, of: core)
-            core.events.send(ServiceGraphEvent(.scopeClosed))
+            let problems = await Lifecycle.release(started, of: _core)
+            _core.events.send(ServiceGraphEvent(.scopeClosed))
             // Drop the scope's references most recent first, as the hooks ran.
             while !boxes.isEmpty { boxes.removeLast() }
             let waiters = state.withLock { $0.closing.finish(with: problems) }

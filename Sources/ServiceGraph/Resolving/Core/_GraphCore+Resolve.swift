@@ -52,10 +52,12 @@ extension _GraphCore {
             }
         case .scoped:
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
-            return try await scope.instance(at: slot, as: key)
+            return try await scope._instance(at: slot, as: key)
         case .singleton:
-            // Only during a failed build; a built graph has every singleton.
-            throw requiresAwaitError(slot)
+            // A built graph has every singleton, and a build starts a factory only once its
+            // dependencies exist: an empty singleton slot is seen only by a factory of a failed or
+            // cancelled build that it abandoned (and cancelled), after the build released what it made.
+            throw CancellationError()
         }
     }
 

@@ -173,7 +173,7 @@ final class _GraphCore: @unchecked Sendable {
     @inlinable
     @inline(__always)
     func slot<Key: ServiceKey>(of key: Key.Type) -> Int? {
-        let bits = UInt(bitPattern: Key.keyID)
+        let bits = UInt(bitPattern: Key._keyID)
         let bucket = _KeyProbe.bucket(for: bits, in: keyIdentities, shift: keyShift)
         guard keyIdentities[bucket] != 0 else { return nil }
         return Int(keySlots[bucket])
