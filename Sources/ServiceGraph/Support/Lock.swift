@@ -19,6 +19,8 @@ final class Locked<State>: @unchecked Sendable {
 
     init(_ state: State) {
         self.state = state
+        // Safety: a `pthread_mutex_t` must not move once initialized, so it lives in memory this object
+        // allocates here and frees in `deinit`, never in a stored property Swift may move.
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)

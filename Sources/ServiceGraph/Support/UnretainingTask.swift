@@ -16,7 +16,8 @@ enum UnretainingTask {
     ) -> Task<Result, Never> {
         let handOver = HandOver(work)
         return Task {
-            let result = await handOver.take().unsafelyUnwrapped()
+            // The task is the only taker, once: the work is there.
+            let result = await handOver.take()!()
             then?()
             return result
         }
@@ -25,7 +26,7 @@ enum UnretainingTask {
     /// Starts throwing `work` in a new task.
     static func start(_ work: @escaping @Sendable () async throws -> Void) -> Task<Void, any Error> {
         let handOver = HandOver(work)
-        return Task { try await handOver.take().unsafelyUnwrapped() }
+        return Task { try await handOver.take()!() }
     }
 }
 
