@@ -10,9 +10,10 @@ struct GraphValidator {
     /// What one pass found: the problems that stop a build, and the warnings that do not.
     struct Findings: Sendable {
         let problems: [ServiceGraphError.Problem]
-        /// Every provider nothing depends on; ``ServiceGraph/Builder/lint()`` leaves out the declared
-        /// entry points.
-        let unusedProviders: [LintWarning]
+        /// The slots of the providers nothing depends on. ``ServiceGraph/Builder/lint()`` leaves out the
+        /// declared entry points and writes the warnings (``GraphValidator/unusedProviderWarning(_:)``):
+        /// slots, not warnings, so that a validation nobody lints makes no key names.
+        let unusedProviders: [Int]
     }
 
     let plan: GraphPlan
@@ -49,19 +50,20 @@ struct GraphValidator {
         return duplicates + unknownOverrides
     }
 
-    private func unusedProviders() -> [LintWarning] {
-        plan.providers.indices.compactMap { slot in
-            guard plan.edges.dependents(of: slot).isEmpty else { return nil }
-            let name = plan.name(slot)
-            return LintWarning(
-                code: .unusedProvider,
-                key: name,
-                keyID: plan.providers[slot].keyID,
-                site: plan.providers[slot].site.site,
-                message:
-                    "\(name) is provided but nothing depends on it; declare it as an entry point if the application resolves it"
-            )
-        }
+    private func unusedProviders() -> [Int] {
+        plan.providers.indices.filter { plan.edges.dependents(of: $0).isEmpty }
+    }
+
+    /// The warning for the provider at `slot`, which nothing depends on.
+    func unusedProviderWarning(_ slot: Int) -> LintWarning {
+        let name = plan.name(slot)
+        return LintWarning(
+            code: .unusedProvider,
+            key: name,
+            site: plan.providers[slot].site.site,
+            message:
+                "\(name) is provided but nothing depends on it; declare it as an entry point if the application resolves it"
+        )
     }
 
     private func missingProviders() -> [ServiceGraphError.Problem] {

@@ -21,13 +21,9 @@ public struct LintWarning: Sendable, Equatable, CustomStringConvertible {
     public let site: RegistrationSite
     /// The warning, written for a person.
     public let message: String
-    /// The identity of the key, to leave out declared entry points.
-    let keyID: ObjectIdentifier
-
-    init(code: Code, key: String, keyID: ObjectIdentifier, site: RegistrationSite, message: String) {
+    init(code: Code, key: String, site: RegistrationSite, message: String) {
         self.code = code
         self.key = key
-        self.keyID = keyID
         self.site = site
         self.message = message
     }

@@ -13,6 +13,10 @@ extension ServiceGraph.Builder {
     ///
     /// - Complexity: O(services + edges).
     public func lint() -> [LintWarning] {
-        checkedPlan.findings.unusedProviders.filter { !entryPoints.contains($0.keyID) }
+        let checked = checkedPlan
+        let validator = GraphValidator(checked.plan)
+        return checked.findings.unusedProviders
+            .filter { !entryPoints.contains(checked.plan.providers[$0].keyID) }
+            .map(validator.unusedProviderWarning)
     }
 }
