@@ -22,13 +22,21 @@ struct Effort {
     let samples: Int
     let targetSampleNanoseconds: Double
     let graphSizes: [Int]
+    /// The sizes of the scale rows (one key type per service, a random DAG and a chain).
+    var scaleSizes: [Int] = []
 
     static let full = Effort(
         samples: 25,
         targetSampleNanoseconds: 20_000_000,
-        graphSizes: [100, 1_000, 10_000, 100_000]
+        graphSizes: [100, 1_000, 10_000, 100_000],
+        scaleSizes: [1_000, 10_000, 100_000, 1_000_000]
     )
-    static let quick = Effort(samples: 3, targetSampleNanoseconds: 1_000_000, graphSizes: [100, 1_000])
+    static let quick = Effort(
+        samples: 3,
+        targetSampleNanoseconds: 1_000_000,
+        graphSizes: [100, 1_000],
+        scaleSizes: [1_000, 10_000]
+    )
 }
 
 let clock = ContinuousClock()
@@ -79,6 +87,38 @@ func measureAsync(_ effort: Effort, _ body: (Int) async throws -> Void) async re
         samples.append(start.duration(to: clock.now).nanoseconds / Double(iterations))
     }
     return median(samples)
+}
+
+/// Like ``measureAsync(_:_:)`` for several contenders at once: each is calibrated on its own, then
+/// the samples alternate between them, so a slow spell on a shared machine hits them all alike.
+func measureInterleaved(
+    _ effort: Effort,
+    _ contenders: [(Int) async throws -> Void]
+) async throws -> [Double] {
+    var iterations: [Int] = []
+    for body in contenders {
+        var count = 1
+        while true {
+            let start = clock.now
+            try await body(count)
+            let elapsed = start.duration(to: clock.now).nanoseconds
+            if elapsed > effort.targetSampleNanoseconds / 4 || count >= 1 << 26 {
+                count = max(1, Int(Double(count) * effort.targetSampleNanoseconds / max(elapsed, 1)))
+                break
+            }
+            count *= 4
+        }
+        iterations.append(count)
+    }
+    var samples = Array(repeating: [Double](), count: contenders.count)
+    for _ in 0..<effort.samples {
+        for (index, body) in contenders.enumerated() {
+            let start = clock.now
+            try await body(iterations[index])
+            samples[index].append(start.duration(to: clock.now).nanoseconds / Double(iterations[index]))
+        }
+    }
+    return samples.map(median)
 }
 
 func median(_ values: [Double]) -> Double {

@@ -33,6 +33,14 @@ if arguments.contains("--profile-build") {
     exit(0)
 }
 
+if arguments.contains("--scale") {
+    // Only the scale rows, every size (the full run has them too).
+    let figures = try await scaleRows(Effort.full, sizes: Effort.full.scaleSizes)
+    printTable(results)
+    printScaleTable(figures)
+    exit(0)
+}
+
 if let profile = arguments.firstIndex(of: "--profile").map({ arguments[$0 + 1] }) {
     // A long loop of one operation, for a profiler.
     let graph = try await ServiceGraphContender.builder().build()
@@ -187,12 +195,12 @@ for size in effort.graphSizes {
         ? Effort(samples: min(effort.samples, 5), targetSampleNanoseconds: 0, graphSizes: [])
         : Effort(samples: effort.samples, targetSampleNanoseconds: effort.targetSampleNanoseconds, graphSizes: [])
     let hand = measure(runs) { n in for _ in 0..<n { blackHole(HandWired.buildGraph(count: size)) } } / Double(size)
-    record("build \(size)", "hand-wired", hand, unit: "ns/service")
+    record("build \(size) (one type)", "hand-wired", hand, unit: "ns/service")
     if size <= 10_000 {
         let swinjectBuild = measure(runs) { n in for _ in 0..<n { blackHole(SwinjectContender.buildGraph(count: size)) }
         }
         record(
-            "build \(size)",
+            "build \(size) (one type)",
             "Swinject",
             swinjectBuild / Double(size),
             unit: "ns/service",
@@ -220,7 +228,7 @@ for size in effort.graphSizes {
         withExtendedLifetime(built) {}
         note += ", retains \((graphBytes - handBytes) / size) B/service beyond the services"
     }
-    record("build \(size)", "ServiceGraph", serviceGraph, unit: "ns/service", note: note)
+    record("build \(size) (one type)", "ServiceGraph", serviceGraph, unit: "ns/service", note: note)
     buildSeries.append((size, hand, serviceGraph))
 }
 
@@ -228,7 +236,7 @@ print("Scenario: validate + build 1,000 services with static keys (as an applica
 do {
     let size = StaticGraph.count
     let hand = measure(effort) { n in for _ in 0..<n { blackHole(HandWired.buildGraph(count: size)) } } / Double(size)
-    record("build 1000 static keys", "hand-wired", hand, unit: "ns/service")
+    record("build 1000 static keys (one type)", "hand-wired", hand, unit: "ns/service")
     let serviceGraph =
         try await measureAsync(effort) { @Sendable n in
             for _ in 0..<n {
@@ -237,7 +245,66 @@ do {
                 blackHole(try await builder.build())
             }
         } / Double(size)
-    record("build 1000 static keys", "ServiceGraph", serviceGraph, unit: "ns/service")
+    record("build 1000 static keys (one type)", "ServiceGraph", serviceGraph, unit: "ns/service")
+}
+
+print("Scenario: build 1,000 services of 1,000 distinct types (a random DAG, 2 dependencies on average)")
+do {
+    let size = 1_000
+    let distinct = try await measureInterleaved(
+        effort,
+        [
+            { n in
+                for _ in 0..<n { blackHole(DistinctHandWired.build()) }
+            },
+            { n in
+                for _ in 0..<n {
+                    let locator = NaiveLocator.distinctGraph()
+                    locator.readEachDistinct()
+                    blackHole(locator)
+                }
+            },
+            { n in
+                for _ in 0..<n {
+                    let container = SwinjectContender.distinctGraph()
+                    SwinjectContender.readEachDistinct(container)
+                    blackHole(container)
+                }
+            },
+            { n in
+                for _ in 0..<n {
+                    let builder = DistinctServiceGraph.builder()
+                    try builder.validate()
+                    let graph = try await builder.build()
+                    DistinctServiceGraph.readEach(graph)
+                    try await graph.shutdown()
+                }
+            },
+        ]
+    )
+    let scenario = "build 1000 distinct types"
+    record(
+        scenario,
+        "hand-wired",
+        distinct[0] / Double(size),
+        unit: "ns/service",
+        note: "initializers; instances kept, read each"
+    )
+    record(
+        scenario,
+        "naive locator",
+        distinct[1] / Double(size),
+        unit: "ns/service",
+        note: "register instances + read each"
+    )
+    record(scenario, "Swinject", distinct[2] / Double(size), unit: "ns/service", note: "register + resolve each")
+    record(
+        scenario,
+        "ServiceGraph",
+        distinct[3] / Double(size),
+        unit: "ns/service",
+        note: "declare + validate + build + read each + shutdown"
+    )
 }
 
 print("Scenario: parallel startup (singletons waiting on async work)")
@@ -278,7 +345,10 @@ record(
         "\(String(format: graphStartup / criticalPath, digits: 2))x the critical path, sum of factories \(format(criticalPath * Double(width)))"
 )
 
+let scaleFigures = try await scaleRows(effort, sizes: effort.scaleSizes)
+
 printTable(results)
+printScaleTable(scaleFigures)
 if let csvPath {
     var csv = "services,hand_wired_ns_per_service,servicegraph_ns_per_service\n"
     for row in buildSeries { csv += "\(row.size),\(row.handWired),\(row.serviceGraph)\n" }

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Machine code per registration: builds release executables that declare, validate, build and read
+a graph of 100 and of 1,000 services of distinct types (Scripts/generate_distinct_graph.py), with
+ServiceGraph and hand-wired, and reports their text segments from `size`.
+
+    python3 Scripts/code_size.py [--scratch PATH] [--counts 100,1000]
+
+Both executables of a size hold the same service classes and key types and link the same library,
+so the difference between them is the code the registrations make. Builds in its own scratch folder
+(Benchmarks/.build-codesize by default), one `swift build` for all four executables.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHMARKS = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCHMARKS)
+
+
+def sizes(path):
+    """The Berkeley `text` figure (code and read-only data) and the `.text` section (code only)."""
+    berkeley = subprocess.run(["size", path], check=True, capture_output=True, text=True).stdout.splitlines()
+    text = int(berkeley[1].split()[0])
+    sections = subprocess.run(["size", "-A", path], check=True, capture_output=True, text=True).stdout
+    code = sum(int(line.split()[1]) for line in sections.splitlines() if line.split()[:1] == [".text"])
+    return text, code
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scratch", default=os.path.join(BENCHMARKS, ".build-codesize"))
+    parser.add_argument("--counts", default="100,1000")
+    options = parser.parse_args()
+    counts = [int(c) for c in options.counts.split(",")]
+    package = os.path.join(options.scratch, "package")
+    contenders = {"ServiceGraph": "servicegraph", "HandWired": "handwired"}
+
+    targets = []
+    for count in counts:
+        for name, part in contenders.items():
+            target = f"{name}{count}"
+            targets.append(target)
+            folder = os.path.join(package, "Sources", target)
+            os.makedirs(folder, exist_ok=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    os.path.join(HERE, "generate_distinct_graph.py"),
+                    "--count",
+                    str(count),
+                    "--parts",
+                    part,
+                    "--main",
+                    "--no-format",
+                    "--output",
+                    os.path.join(folder, "main.swift"),
+                ],
+                check=True,
+            )
+    manifest = [
+        "// swift-tools-version: 6.2",
+        "import PackageDescription",
+        "",
+        "let package = Package(",
+        '    name: "CodeSize",',
+        f'    dependencies: [.package(name: "ServiceGraph", path: "{ROOT}")],',
+        "    targets: [",
+    ]
+    for target in targets:
+        manifest.append(
+            f'        .executableTarget(name: "{target}", '
+            f'dependencies: [.product(name: "ServiceGraph", package: "ServiceGraph")]),'
+        )
+    manifest += ["    ],", "    swiftLanguageModes: [.v6]", ")", ""]
+    with open(os.path.join(package, "Package.swift"), "w") as file:
+        file.write("\n".join(manifest))
+
+    subprocess.run(
+        [
+            "swift",
+            "build",
+            "-c",
+            "release",
+            "--package-path",
+            package,
+            "--scratch-path",
+            os.path.join(options.scratch, "build"),
+        ],
+        check=True,
+    )
+    binaries = subprocess.run(
+        [
+            "swift",
+            "build",
+            "-c",
+            "release",
+            "--package-path",
+            package,
+            "--scratch-path",
+            os.path.join(options.scratch, "build"),
+            "--show-bin-path",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+    figures = {target: sizes(os.path.join(binaries, target)) for target in targets}
+    print("\n| registrations | executable | text (size) | .text (machine code) |")
+    print("|---:|---|---:|---:|")
+    for count in counts:
+        for name in contenders:
+            text, code = figures[f"{name}{count}"]
+            print(f"| {count} | {name} | {text:,} B | {code:,} B |")
+
+    print("\n| | text per registration | .text per registration |")
+    print("|---|---:|---:|")
+    for count in counts:
+        ours, theirs = figures[f"ServiceGraph{count}"], figures[f"HandWired{count}"]
+        print(
+            f"| ServiceGraph − hand-wired, {count} registrations "
+            f"| {(ours[0] - theirs[0]) / count:,.0f} B | {(ours[1] - theirs[1]) / count:,.0f} B |"
+        )
+    if len(counts) >= 2:
+        low, high = min(counts), max(counts)
+        for name in contenders:
+            a, b = figures[f"{name}{low}"], figures[f"{name}{high}"]
+            print(
+                f"| {name}, each registration from {low} to {high} "
+                f"| {(b[0] - a[0]) / (high - low):,.0f} B | {(b[1] - a[1]) / (high - low):,.0f} B |"
+            )
+
+
+main()
