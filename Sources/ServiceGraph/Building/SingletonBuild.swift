@@ -28,10 +28,6 @@ struct SingletonBuild {
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
     private let inbox = BuildInbox()
-    /// Dynamic types seen to have no lifecycle hooks: most services, whose check is then a set lookup
-    /// instead of a dynamic cast. Only instances the graph makes teach it (an inherited instance
-    /// reports no hooks whatever its type).
-    private var typesWithoutHooks: Set<ObjectIdentifier> = []
 
     init(plan: GraphPlan, core: _GraphCore) {
         self.core = core
@@ -179,16 +175,15 @@ struct SingletonBuild {
         }
     }
 
-    /// The hooks of a freshly made instance that this graph must run, remembering the types that have
-    /// none; nil as well when the instance's hooks are already run by this graph or an ancestor.
-    private mutating func hooks(of box: _AnyBox, madeBy factory: _AnyFactory) -> InstanceHooks? {
+    /// The hooks of a freshly made instance that this graph must run; nil as well when the instance's
+    /// hooks are already run by this graph or an ancestor.
+    ///
+    /// One cast per instance, compiled where the provider was declared: for a concrete value type the
+    /// compiler decides it statically, and a dynamic cast hits the runtime's conformance cache, which
+    /// a set of types already known to have no hooks only duplicated (a hash per service).
+    private func hooks(of box: _AnyBox, madeBy factory: _AnyFactory) -> InstanceHooks? {
         if factory.isBorrowed { return nil }
-        let type = factory.instanceType(of: box)
-        if typesWithoutHooks.contains(type) { return nil }
-        guard let hooks = factory.instanceHooks(of: box) else {
-            typesWithoutHooks.insert(type)
-            return nil
-        }
+        guard let hooks = factory.instanceHooks(of: box) else { return nil }
         return core.hookClaims.claim(hooks) ? hooks : nil
     }
 

@@ -20,6 +20,9 @@ struct GraphPlan: Sendable {
     let duplicates: [(first: Registration, again: Registration)]
     /// Overrides of keys that were never provided, in registration order. Validation reports them.
     let unknownOverrides: [Registration]
+    /// The slots in dependency order (``Topology/order(of:)``), made once for validation and the
+    /// build: it leaves out every service on a cycle, and those that depend on one.
+    let order: [Int]
 
     var count: Int { providers.count }
 
@@ -80,6 +83,7 @@ struct GraphPlan: Sendable {
         self.overridden = overridden
         self.duplicates = duplicates
         self.unknownOverrides = unknownOverrides
+        self.order = Topology.order(of: edges)
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges)
         }

@@ -10,7 +10,7 @@ struct ResolutionTraits {
     init(_ plan: GraphPlan) {
         resolvesSynchronously = Array(repeating: false, count: plan.count)
         needsScope = Array(repeating: false, count: plan.count)
-        for slot in Topology.order(of: plan.edges) {
+        for slot in plan.order {
             let provider = plan.providers[slot]
             let dependencies = plan.edges.dependencies(of: slot)
             needsScope[slot] = provider.lifetime == .scoped || dependencies.contains { needsScope[$0] }

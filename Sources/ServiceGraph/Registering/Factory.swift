@@ -25,11 +25,6 @@ class _AnyFactory: @unchecked Sendable {
         preconditionFailure("abstract")
     }
 
-    /// The dynamic type of the instance in `box`, to remember which types have no hooks.
-    func instanceType(of box: _AnyBox) -> ObjectIdentifier {
-        preconditionFailure("abstract")
-    }
-
     /// Runs the synchronous factory. Only called when ``isSynchronous`` is true.
     func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
         preconditionFailure("abstract")
@@ -86,10 +81,6 @@ final class _Factory<Value: Sendable>: _AnyFactory, @unchecked Sendable {
 
     override func hooks(of box: _AnyBox) -> (any LifecycleHooks)? {
         hooksOf(box._unsafeValue(as: Value.self))
-    }
-
-    override func instanceType(of box: _AnyBox) -> ObjectIdentifier {
-        ObjectIdentifier(type(of: box._unsafeValue(as: Value.self)) as Any.Type)
     }
 
     override func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
