@@ -163,6 +163,11 @@ record(
 )
 try await scope.close()
 
+print("Scenario: async resolve against the synchronous read, from the main actor and the global executor")
+for row in try await asyncResolveRows(effort, graph: graph, handWired: handWired) {
+    record(row.scenario, row.contender, row.median, note: row.note)
+}
+
 print("Scenario: two threads reading singletons at once")
 /// Wall time per read when two threads each do `n` reads at the same moment.
 func twoThreads(_ read: @escaping @Sendable (Int) -> Void) -> Double {

@@ -134,10 +134,16 @@ public final class ServiceGraph: Sendable {
     ///   making.
     /// - Complexity: O(1) for a singleton; one factory call per transient in the chain.
     @inlinable
+    @inline(__always)
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try _resolvableSlot(of: key)
-        if _core.reportsResolves { return try await _core.valueReporting(at: slot, as: key, in: nil) }
-        return try await _core.value(at: slot, as: key, in: nil, startsChain: true)
+        // A singleton, or a transient whose whole chain is synchronous, is made here, in the caller,
+        // as `resolveSynchronously` makes it: no asynchronous call unless a factory must be awaited.
+        if _core.resolvesSynchronously(slot) {
+            if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
+            return try _core.valueSynchronously(at: slot, as: key, in: nil)
+        }
+        return try await _core.valueAwaiting(at: slot, as: key, in: nil)
     }
 
     @inlinable

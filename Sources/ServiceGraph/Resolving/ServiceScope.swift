@@ -111,13 +111,19 @@ public final class ServiceScope: Sendable {
     /// - Complexity: O(1) for an existing scoped instance (no lock); one factory call per new
     ///   instance in the chain.
     @inlinable
+    @inline(__always)
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         let slot = try _enter(key)
         defer { _leave() }
-        if _core.reportsResolves { return try await _core.valueReporting(at: slot, as: key, in: self) }
+        // A singleton, or a transient whose whole chain is synchronous, is made here, in the caller,
+        // as `resolveSynchronously` makes it: no asynchronous call unless a factory must be awaited.
+        if _core.resolvesSynchronously(slot) {
+            if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
+            return try _core.valueSynchronously(at: slot, as: key, in: self)
+        }
         // A scoped instance already created is read here, as fast as a singleton.
-        if let box = _createdBox(at: slot) { return box.value(as: Key.Value.self) }
-        return try await _core.value(at: slot, as: key, in: self, startsChain: true)
+        if !_core.reportsResolves, let box = _createdBox(at: slot) { return box.value(as: Key.Value.self) }
+        return try await _core.valueAwaiting(at: slot, as: key, in: self)
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient whose chain is synchronous and

@@ -61,6 +61,22 @@ extension _GraphCore {
         }
     }
 
+    /// The value at `slot` for a `resolve` that must await: a transient with an asynchronous factory in
+    /// its chain, or a scoped instance; reported when resolve events are on.
+    ///
+    /// Kept out of line, so that the synchronous path of the `resolve` that calls it, inlined in the
+    /// caller, makes no asynchronous call.
+    @inlinable
+    @inline(never)
+    nonisolated(nonsending) func valueAwaiting<Key: ServiceKey>(
+        at slot: Int,
+        as key: Key.Type,
+        in scope: ServiceScope?
+    ) async throws -> Key.Value {
+        if reportsResolves { return try await valueReporting(at: slot, as: key, in: scope) }
+        return try await value(at: slot, as: key, in: scope, startsChain: true)
+    }
+
     /// Resolves `slot` without suspending and reports it (out of line: only with resolve events on).
     @usableFromInline
     func valueSynchronouslyReporting<Key: ServiceKey>(

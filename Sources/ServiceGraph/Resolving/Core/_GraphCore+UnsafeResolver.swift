@@ -100,11 +100,22 @@ extension _GraphCore {
         }
 
         /// The next dependency's value, awaiting its creation if it is asynchronous or scoped.
+        ///
+        /// A singleton is read, and a transient whose whole chain is synchronous is made on the
+        /// synchronous path, without an asynchronous call: only a dependency that must be awaited is.
         @inlinable
         mutating func nextAwaiting<Dependency: ServiceKey>(
             _ key: Dependency.Type
         ) async throws -> Dependency.Value {
             let slot = nextSlot()
+            if let value = buffers.singleton(at: slot, as: Dependency.Value.self) {
+                return value
+            }
+            if buffers.lifetimes[slot] == .transient && buffers.resolvesSynchronously[slot]
+                && depth < Self.recursionLimit
+            {
+                return try valueSynchronously(at: slot, as: Dependency.Value.self, depth: depth &+ 1)
+            }
             return try await core.value(at: slot, as: key, in: scope, startsChain: false)
         }
 
