@@ -131,7 +131,12 @@ extension _GraphCore {
             if let value = buffers.singleton(at: slot, as: Value.self) {
                 return value
             }
-            guard buffers.lifetimes[slot] == .transient else { throw core.requiresAwaitError(slot) }
+            guard buffers.lifetimes[slot] == .transient else {
+                // An empty singleton slot is seen only by a factory a failed build abandoned (see
+                // `_GraphCore.value(at:as:in:startsChain:)`): the same cancellation on every path.
+                if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
+                throw core.requiresAwaitError(slot)
+            }
             var resolver = _UnsafeResolver(self, slot: slot, depth: depth)
             do {
                 return try buffers.withFactory(at: slot) { factory in
