@@ -113,16 +113,19 @@ public final class ServiceScope: Sendable {
     @inlinable
     @inline(__always)
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        let slot = try _enter(key)
+        guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
+        // One call out of line: counts the resolve in flight and reads the scope's cell for `slot`.
+        let entry = _enter(at: slot)
+        if case .refused = entry { throw _closedError(key) }
         defer { _leave() }
+        // A scoped instance already created is read here, as fast as a singleton.
+        if case .created(let box) = entry, !_core.reportsResolves { return box.value(as: Key.Value.self) }
         // A singleton, or a transient whose whole chain is synchronous, is made here, in the caller,
         // as `resolveSynchronously` makes it: no asynchronous call unless a factory must be awaited.
         if _core.resolvesSynchronously(slot) {
             if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
             return try _core.valueSynchronously(at: slot, as: key, in: self)
         }
-        // A scoped instance already created is read here, as fast as a singleton.
-        if !_core.reportsResolves, let box = _createdBox(at: slot) { return box.value(as: Key.Value.self) }
         return try await _core.valueAwaiting(at: slot, as: key, in: self)
     }
 
@@ -133,26 +136,33 @@ public final class ServiceScope: Sendable {
     /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
-        let slot = try _enter(key)
+        guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
+        if case .refused = _enter(at: slot) { throw _closedError(key) }
         defer { _leave() }
         guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }
         if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
         return try _core.valueSynchronously(at: slot, as: key, in: self)
     }
 
-    /// Starts a resolve of `key`: its slot, counted as in flight until ``_leave()``, so that closing
-    /// the scope waits for it instead of releasing what it is using.
-    @inlinable
-    func _enter<Key: ServiceKey>(_ key: Key.Type) throws(ServiceGraphError) -> Int {
-        guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
-        guard _enterResolve() else { throw _closedError(key) }
-        return slot
+    /// How a resolve started by ``_enter(at:)`` may go on.
+    @usableFromInline
+    enum _Entry {
+        /// The scope is closing: nothing was counted, and the resolve must fail.
+        case refused
+        /// Counted as in flight; the slot has no created scoped instance.
+        case entered
+        /// Counted as in flight; the scoped instance at the slot, already created.
+        case created(_GraphCore._PublishedBox)
     }
 
-    /// Counts a resolve as in flight; false once the scope is closing.
+    /// Starts a resolve of the service at `slot`: counts it as in flight until ``_leave()``, so that
+    /// closing the scope waits for it instead of releasing what it is using, and reads the slot's cell.
+    /// One call for both, as the read of a created instance is the scope's hot path.
     @usableFromInline
-    func _enterResolve() -> Bool {
-        resolves.enter()
+    func _enter(at slot: Int) -> _Entry {
+        guard resolves.enter() else { return .refused }
+        guard let box = instances.box(at: slot) else { return .entered }
+        return .created(box)
     }
 
     /// The error for `key` missing from the graph (out of line: the cold path).
@@ -167,7 +177,7 @@ public final class ServiceScope: Sendable {
         ServiceGraphError(closedProblem(Key.serviceName))
     }
 
-    /// Ends a resolve started by ``_enter(_:)``.
+    /// Ends a resolve started by ``_enter(at:)``.
     @usableFromInline
     func _leave() {
         resolves.leave()
