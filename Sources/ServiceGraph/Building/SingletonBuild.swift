@@ -34,7 +34,7 @@ struct SingletonBuild {
         self.plan = plan
         self.log = BuildLog(count: core.count)
         self.countdown = Topology.Countdown(plan.edges)
-        self.ready = countdown.initiallyReady.filter { core.lifetime(of: $0) == .singleton }
+        self.ready = countdown.initiallyReady.filter { plan.lifetimes[$0] == .singleton }
     }
 
     /// Builds every singleton, or releases what was built and returns the problems.
@@ -90,7 +90,8 @@ struct SingletonBuild {
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
             return .failure(error)
         }
-        core.releaseFactories { core.lifetime(of: $0) == .singleton }
+        let lifetimes = plan.lifetimes
+        core.releaseFactories { lifetimes[$0] == .singleton }
         core.events.send(ServiceGraphEvent(.buildFinished, duration: log.totalDuration))
         return .success(log)
     }
@@ -147,7 +148,12 @@ struct SingletonBuild {
     }
 
     /// Starts every ready service: synchronous factories inline, the rest in tasks of their own.
+    ///
+    /// One clock read per service: a synchronous factory's time runs from the previous read (the end
+    /// of the service before it, or the start of this pass), so the bookkeeping in between, well under
+    /// a microsecond, counts to it. The log keeps whole microseconds.
     private mutating func startReadyServices() {
+        var lap = clock.now
         while problems.isEmpty, !Task.isCancelled, nextReady < ready.count {
             let slot = ready[nextReady]
             nextReady += 1
@@ -156,12 +162,14 @@ struct SingletonBuild {
                 running[slot] = UnretainingTask.start { [core, inbox] in
                     await Self.create(slot, in: core, reportingTo: inbox)
                 }
+                lap = clock.now
                 continue
             }
-            let start = clock.now
             do {
                 let box = try core.makeBoxSynchronously(at: slot)
-                let elapsed = start.duration(to: clock.now)
+                let end = clock.now
+                let elapsed = lap.duration(to: end)
+                lap = end
                 if let hooks = hooks(of: box, madeBy: factory) {
                     running[slot] = UnretainingTask.start { [core, inbox] in
                         await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
@@ -261,8 +269,8 @@ struct SingletonBuild {
         log.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
         log.didAddMicroseconds[slot] = didAdd.map { Int32(clamping: $0.wholeMicroseconds) } ?? -1
         if let hooks { log.started.append(StartedService(slot: slot, hooks: hooks)) }
-        let core = core
-        countdown.finish(slot, appendingReadyTo: &ready) { core.lifetime(of: $0) == .singleton }
+        let lifetimes = plan.lifetimes
+        countdown.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }
     }
 
     /// Gives a build failure the path from a root of the graph down to the failing service.

@@ -12,15 +12,22 @@ struct Edges: Sendable {
 
     /// The dependencies of each node, in order.
     init(_ rows: some Sequence<some Collection<Int>>, count: Int, edgeCount: Int) {
-        dependencyStart = []
+        var dependencyStart: [Int] = []
         dependencyStart.reserveCapacity(count + 1)
-        dependencyTargets = []
+        var dependencyTargets: [Int] = []
         dependencyTargets.reserveCapacity(edgeCount)
         for row in rows {
             dependencyStart.append(dependencyTargets.count)
             dependencyTargets.append(contentsOf: row)
         }
         dependencyStart.append(dependencyTargets.count)
+        self.init(dependencyStart: dependencyStart, dependencyTargets: dependencyTargets)
+    }
+
+    /// The dependencies of node `n` are `dependencyTargets[dependencyStart[n]..<dependencyStart[n + 1]]`.
+    init(dependencyStart: [Int], dependencyTargets: [Int]) {
+        self.dependencyStart = dependencyStart
+        self.dependencyTargets = dependencyTargets
         (dependentStart, dependentSources) = Self.reversed(dependencyStart, dependencyTargets)
     }
 
@@ -37,7 +44,9 @@ struct Edges: Sendable {
         var fill = counts
         var sources = Array(repeating: 0, count: counts[count])
         for node in 0..<count {
-            for target in targets[start[node]..<start[node + 1]] where target >= 0 {
+            for edge in start[node]..<start[node + 1] {
+                let target = targets[edge]
+                guard target >= 0 else { continue }
                 sources[fill[target]] = node
                 fill[target] += 1
             }
@@ -54,6 +63,27 @@ struct Edges: Sendable {
     /// What `node` depends on, in declaration order.
     func dependencies(of node: Int) -> ArraySlice<Int> {
         dependencyTargets[dependencyStart[node]..<dependencyStart[node + 1]]
+    }
+
+    /// Whether some edge names something outside the graph (a missing key).
+    var hasMissingTargets: Bool { dependentSources.count != dependencyTargets.count }
+
+    /// How many dependencies `node` declares, missing ones included.
+    func dependencyCount(of node: Int) -> Int {
+        dependencyStart[node + 1] - dependencyStart[node]
+    }
+
+    /// How many nodes depend on `node`.
+    func dependentCount(of node: Int) -> Int {
+        dependentStart[node + 1] - dependentStart[node]
+    }
+
+    /// Calls `body` with each node that depends on `node`, in ascending order, without making a slice
+    /// (the build's scheduler calls this once per service).
+    func forEachDependent(of node: Int, _ body: (Int) -> Void) {
+        for index in dependentStart[node]..<dependentStart[node + 1] {
+            body(dependentSources[index])
+        }
     }
 
     /// What depends on `node`, in ascending order.

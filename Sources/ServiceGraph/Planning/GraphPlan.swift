@@ -20,6 +20,11 @@ struct GraphPlan: Sendable {
     let duplicates: [(first: Registration, again: Registration)]
     /// Overrides of keys that were never provided, in registration order. Validation reports them.
     let unknownOverrides: [Registration]
+    /// The lifetime of each slot's provider, apart from the providers so that the passes over every
+    /// edge read one byte per service.
+    let lifetimes: [Lifetime]
+    /// How many edges name a key that has no provider.
+    let missingEdgeCount: Int
     /// The slots in dependency order (``Topology/order(of:)``), made once for validation and the
     /// build: it leaves out every service on a cycle, and those that depend on one.
     let order: [Int]
@@ -33,8 +38,10 @@ struct GraphPlan: Sendable {
         var providers = registrations
         // The common case (no duplicates, no overrides) keeps the registrations as they are, shared.
         var isPlain = true
-        for (index, registration) in registrations.enumerated() {
-            if registration.isOverride || table.insert(registration.keyID, slot: index) != nil {
+        // Fields are read in place (`registrations[index].isOverride`): a `for in` over the array would
+        // copy each registration, retaining its factory and dependency list.
+        for index in registrations.indices {
+            if registrations[index].isOverride || table.insert(registrations[index].keyID, slot: index) != nil {
                 isPlain = false
                 break
             }
@@ -68,14 +75,30 @@ struct GraphPlan: Sendable {
             }
         }
 
-        let edgeCount = providers.reduce(0) { $0 + $1.dependencies.count }
-        let edges = Edges(
-            providers.lazy.map { provider in
-                provider.dependencies.lazy.map { table.slot(for: ObjectIdentifier($0)) ?? Self.missing }
-            },
-            count: providers.count,
-            edgeCount: edgeCount
-        )
+        var lifetimes: [Lifetime] = []
+        lifetimes.reserveCapacity(providers.count)
+        var edgeCount = 0
+        for slot in providers.indices {
+            lifetimes.append(providers[slot].lifetime)
+            edgeCount += providers[slot].dependencies.count
+        }
+        var dependencyStart: [Int] = []
+        dependencyStart.reserveCapacity(providers.count + 1)
+        var dependencyTargets: [Int] = []
+        dependencyTargets.reserveCapacity(edgeCount)
+        var missingEdgeCount = 0
+        for slot in providers.indices {
+            dependencyStart.append(dependencyTargets.count)
+            providers[slot].dependencies.withUnsafeBufferPointer { dependencies in
+                for dependency in dependencies {
+                    let target = table.slot(for: ObjectIdentifier(dependency)) ?? Self.missing
+                    if target == Self.missing { missingEdgeCount += 1 }
+                    dependencyTargets.append(target)
+                }
+            }
+        }
+        dependencyStart.append(dependencyTargets.count)
+        let edges = Edges(dependencyStart: dependencyStart, dependencyTargets: dependencyTargets)
 
         self.providers = providers
         self.edges = edges
@@ -83,6 +106,8 @@ struct GraphPlan: Sendable {
         self.overridden = overridden
         self.duplicates = duplicates
         self.unknownOverrides = unknownOverrides
+        self.lifetimes = lifetimes
+        self.missingEdgeCount = missingEdgeCount
         self.order = Topology.order(of: edges)
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges)

@@ -11,15 +11,16 @@ struct ResolutionTraits {
         resolvesSynchronously = Array(repeating: false, count: plan.count)
         needsScope = Array(repeating: false, count: plan.count)
         for slot in plan.order {
-            let provider = plan.providers[slot]
+            let lifetime = plan.lifetimes[slot]
             let dependencies = plan.edges.dependencies(of: slot)
-            needsScope[slot] = provider.lifetime == .scoped || dependencies.contains { needsScope[$0] }
-            switch provider.lifetime {
+            needsScope[slot] = lifetime == .scoped || dependencies.contains { needsScope[$0] }
+            switch lifetime {
             case .singleton: resolvesSynchronously[slot] = true
             case .scoped: resolvesSynchronously[slot] = false
             case .transient:
                 resolvesSynchronously[slot] =
-                    provider.factory.isSynchronous && dependencies.allSatisfy { resolvesSynchronously[$0] }
+                    plan.providers[slot].factory.isSynchronous
+                    && dependencies.allSatisfy { resolvesSynchronously[$0] }
             }
         }
     }

@@ -27,7 +27,13 @@ enum Topology {
 
         init(_ edges: Edges) {
             self.edges = edges
-            waiting = (0..<edges.count).map { node in edges.dependencies(of: node).count { $0 >= 0 } }
+            waiting = (0..<edges.count).map { node in edges.dependencyCount(of: node) }
+            if edges.hasMissingTargets {
+                // A missing key is not a node and never finishes: it is not waited for.
+                for node in 0..<edges.count {
+                    waiting[node] = edges.dependencies(of: node).count { $0 >= 0 }
+                }
+            }
         }
 
         /// The nodes with no dependency, in node order.
@@ -42,7 +48,7 @@ enum Topology {
             appendingReadyTo ready: inout [Int],
             where isWanted: (Int) -> Bool = { _ in true }
         ) {
-            for dependent in edges.dependents(of: node) {
+            edges.forEachDependent(of: node) { dependent in
                 waiting[dependent] -= 1
                 if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
             }

@@ -51,7 +51,7 @@ struct GraphValidator {
     }
 
     private func unusedProviders() -> [Int] {
-        plan.providers.indices.filter { plan.edges.dependents(of: $0).isEmpty }
+        plan.providers.indices.filter { plan.edges.dependentCount(of: $0) == 0 }
     }
 
     /// The warning for the provider at `slot`, which nothing depends on.
@@ -67,6 +67,7 @@ struct GraphValidator {
     }
 
     private func missingProviders() -> [ServiceGraphError.Problem] {
+        guard plan.missingEdgeCount > 0 else { return [] }
         var byValueType: [ObjectIdentifier: [Int]] = [:]
         var problems: [ServiceGraphError.Problem] = []
         var indexed = false
@@ -179,10 +180,13 @@ struct GraphValidator {
 
     private func captiveDependencies() -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
-        for (slot, provider) in plan.providers.enumerated() {
+        // Lifetimes are read from the plan's byte array; a provider is looked at only when it is wrong.
+        let lifetimes = plan.lifetimes
+        for slot in lifetimes.indices {
             for dependency in plan.edges.dependencies(of: slot) where dependency != GraphPlan.missing {
+                guard !lifetimes[slot].mayDepend(on: lifetimes[dependency]) else { continue }
+                let provider = plan.providers[slot]
                 let captive = plan.providers[dependency]
-                guard !provider.lifetime.mayDepend(on: captive.lifetime) else { continue }
                 problems.append(
                     .init(
                         .captiveDependency,

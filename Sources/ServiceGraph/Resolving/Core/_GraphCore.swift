@@ -75,23 +75,28 @@ final class _GraphCore: @unchecked Sendable {
         var fileIndex: [UInt: UInt32] = [:]
         var records: [ServiceRecord] = []
         records.reserveCapacity(count)
-        for (slot, provider) in plan.providers.enumerated() {
-            let file = provider.site.fileID
+        // Registrations come in runs from one file: the last file's address is checked before hashing.
+        var lastFile: (address: UInt, index: UInt32) = (0, 0)
+        for slot in plan.providers.indices {
+            let file = plan.providers[slot].site.fileID
             let address = file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
             let index: UInt32
-            if let known = fileIndex[address], address != 0 {
+            if address != 0, address == lastFile.address {
+                index = lastFile.index
+            } else if address != 0, let known = fileIndex[address] {
                 index = known
             } else {
                 index = UInt32(files.count)
                 files.append(file)
                 fileIndex[address] = index
             }
+            if address != 0 { lastFile = (address, index) }
             records.append(
                 ServiceRecord(
-                    key: provider.key,
-                    line: UInt32(truncatingIfNeeded: provider.site.line),
+                    key: plan.providers[slot].key,
+                    line: UInt32(truncatingIfNeeded: plan.providers[slot].site.line),
                     fileIndex: index,
-                    lifetime: provider.lifetime,
+                    lifetime: plan.lifetimes[slot],
                     isOverride: plan.overridden[slot]
                 )
             )
@@ -272,12 +277,12 @@ extension _GraphCore {
             singletons = .allocate(capacity: max(count, 1))
             singletons.initialize(repeating: nil, count: count)
             factories = .allocate(capacity: max(count, 1))
-            for (slot, provider) in plan.providers.enumerated() {
+            for slot in plan.providers.indices {
                 // Safety: the core takes one retain of each factory, given back in `releaseFactories`.
-                (factories + slot).initialize(to: .passRetained(provider.factory))
+                (factories + slot).initialize(to: .passRetained(plan.providers[slot].factory))
             }
             lifetimes = .allocate(capacity: max(count, 1))
-            lifetimes.initialize(from: plan.providers.map(\.lifetime), count: count)
+            lifetimes.initialize(from: plan.lifetimes, count: count)
             resolvesSynchronously = .allocate(capacity: max(count, 1))
             resolvesSynchronously.initialize(from: flags, count: count)
             dependencyStart = .allocate(capacity: count + 1)
