@@ -134,7 +134,8 @@ struct SingletonBuild {
         case .created(let slot, let box, let hooks, let factory, let didAdd):
             guard let task = running.removeValue(forKey: slot) else { return }
             reported.append(task)
-            finish(slot, box, factory: factory, didAdd: didAdd, hooks: hooks)
+            if let hooks { log.started.append(StartedService(slot: slot, hooks: hooks)) }
+            finish(slot, box, factory: factory, didAdd: didAdd)
         case .failed(let slot, let error):
             guard let task = running.removeValue(forKey: slot) else { return }
             reported.append(task)
@@ -154,7 +155,10 @@ struct SingletonBuild {
     /// a microsecond, counts to it. The log keeps whole microseconds.
     private mutating func startReadyServices() {
         var lap = clock.now
-        while problems.isEmpty, !Task.isCancelled, nextReady < ready.count {
+        var isCancelled = Task.isCancelled
+        while problems.isEmpty, !isCancelled, nextReady < ready.count {
+            // Cancellation is looked at every 64 services: a look costs as much as a small factory.
+            if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
             let slot = ready[nextReady]
             nextReady += 1
             let factory = core.factory(at: slot)
@@ -175,7 +179,7 @@ struct SingletonBuild {
                         await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                     }
                 } else {
-                    finish(slot, box, factory: elapsed, didAdd: nil, hooks: nil)
+                    finish(slot, box, factory: elapsed, didAdd: nil)
                 }
             } catch {
                 problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
@@ -257,18 +261,11 @@ struct SingletonBuild {
     }
 
     /// Records a ready service and makes its dependents ready when it was their last dependency.
-    private mutating func finish(
-        _ slot: Int,
-        _ box: _AnyBox,
-        factory: Duration,
-        didAdd: Duration?,
-        hooks: InstanceHooks?
-    ) {
+    private mutating func finish(_ slot: Int, _ box: _AnyBox, factory: Duration, didAdd: Duration?) {
         core.storeSingleton(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         log.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
-        log.didAddMicroseconds[slot] = didAdd.map { Int32(clamping: $0.wholeMicroseconds) } ?? -1
-        if let hooks { log.started.append(StartedService(slot: slot, hooks: hooks)) }
+        if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
         let lifetimes = plan.lifetimes
         countdown.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }
     }

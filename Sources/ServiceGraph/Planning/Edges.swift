@@ -73,6 +73,13 @@ struct Edges: Sendable {
         dependencyStart[node + 1] - dependencyStart[node]
     }
 
+    /// Calls `body` with each dependency of `node`, in declaration order, without making a slice.
+    func forEachDependency(of node: Int, _ body: (Int) -> Void) {
+        for index in dependencyStart[node]..<dependencyStart[node + 1] {
+            body(dependencyTargets[index])
+        }
+    }
+
     /// How many nodes depend on `node`.
     func dependentCount(of node: Int) -> Int {
         dependentStart[node + 1] - dependentStart[node]

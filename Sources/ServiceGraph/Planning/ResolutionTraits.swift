@@ -10,17 +10,24 @@ struct ResolutionTraits {
     init(_ plan: GraphPlan) {
         resolvesSynchronously = Array(repeating: false, count: plan.count)
         needsScope = Array(repeating: false, count: plan.count)
+        let lifetimes = plan.lifetimes
+        let edges = plan.edges
+        // Index loops over the flat edges: one pass per service, no slice or closure per service.
         for slot in plan.order {
-            let lifetime = plan.lifetimes[slot]
-            let dependencies = plan.edges.dependencies(of: slot)
-            needsScope[slot] = lifetime == .scoped || dependencies.contains { needsScope[$0] }
+            let lifetime = lifetimes[slot]
+            var dependsOnScope = false
+            var dependenciesResolveSynchronously = true
+            edges.forEachDependency(of: slot) { dependency in
+                dependsOnScope = dependsOnScope || needsScope[dependency]
+                dependenciesResolveSynchronously = dependenciesResolveSynchronously && resolvesSynchronously[dependency]
+            }
+            needsScope[slot] = lifetime == .scoped || dependsOnScope
             switch lifetime {
             case .singleton: resolvesSynchronously[slot] = true
             case .scoped: resolvesSynchronously[slot] = false
             case .transient:
                 resolvesSynchronously[slot] =
-                    plan.providers[slot].factory.isSynchronous
-                    && dependencies.allSatisfy { resolvesSynchronously[$0] }
+                    dependenciesResolveSynchronously && plan.providers[slot].factory.isSynchronous
             }
         }
     }

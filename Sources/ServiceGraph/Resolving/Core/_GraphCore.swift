@@ -42,7 +42,9 @@ final class _GraphCore: @unchecked Sendable {
     /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
     private let shutDownFlag = Atomic<Bool>(false)
     /// The singletons in the order they were created (a topological order), released in reverse: the
-    /// graph's one creation order. Written only by the build's coordinator, before the graph is published.
+    /// graph's one creation order. Written only by the build's coordinator, before the graph is published,
+    /// so no two accesses can overlap: the run-time exclusivity check (one per singleton) is left out.
+    @exclusivity(unchecked)
     private(set) var creationOrder: [Int] = []
 
     /// The key table, copied into two raw buffers (identities, slots): see ``KeyTable``.
