@@ -25,8 +25,7 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in try factory() },
-                make: { resolver in try factory() }
+                makeSynchronously: { resolver in try factory() }
             )
         )
     }
@@ -50,8 +49,7 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in try factory(try resolver.next(D1.self)) },
-                make: { resolver in try factory(try await resolver.nextAwaiting(D1.self)) }
+                makeSynchronously: { resolver in try factory(try resolver.next(D1.self)) }
             )
         )
     }
@@ -76,10 +74,7 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in try factory(try resolver.next(D1.self), try resolver.next(D2.self)) },
-                make: { resolver in
-                    try factory(try await resolver.nextAwaiting(D1.self), try await resolver.nextAwaiting(D2.self))
-                }
+                makeSynchronously: { resolver in try factory(try resolver.next(D1.self), try resolver.next(D2.self)) }
             )
         )
     }
@@ -107,13 +102,6 @@ extension ServiceGraph.Builder {
             factory: _Factory<Key.Value>(
                 makeSynchronously: { resolver in
                     try factory(try resolver.next(D1.self), try resolver.next(D2.self), try resolver.next(D3.self))
-                },
-                make: { resolver in
-                    try factory(
-                        try await resolver.nextAwaiting(D1.self),
-                        try await resolver.nextAwaiting(D2.self),
-                        try await resolver.nextAwaiting(D3.self)
-                    )
                 }
             )
         )
@@ -147,14 +135,6 @@ extension ServiceGraph.Builder {
                         try resolver.next(D2.self),
                         try resolver.next(D3.self),
                         try resolver.next(D4.self)
-                    )
-                },
-                make: { resolver in
-                    try factory(
-                        try await resolver.nextAwaiting(D1.self),
-                        try await resolver.nextAwaiting(D2.self),
-                        try await resolver.nextAwaiting(D3.self),
-                        try await resolver.nextAwaiting(D4.self)
                     )
                 }
             )

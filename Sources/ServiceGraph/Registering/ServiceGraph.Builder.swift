@@ -163,14 +163,9 @@ extension ServiceGraph.Builder {
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        let erased = _Factory<Key.Value>(
-            makeSynchronously: { resolver in
-                try factory(repeat try resolver.next((each Dependency).self))
-            },
-            make: { resolver in
-                try factory(repeat try await resolver.nextAwaiting((each Dependency).self))
-            }
-        )
+        let erased = _Factory<Key.Value>(makeSynchronously: { resolver in
+            try factory(repeat try resolver.next((each Dependency).self))
+        })
         _appendRegistration(
             key,
             lifetime: lifetime,
@@ -182,7 +177,8 @@ extension ServiceGraph.Builder {
         )
     }
 
-    /// Wraps an asynchronous factory in the graph's thunk and adds it to the registrations.
+    /// Wraps an asynchronous factory in the graph's thunk and adds it to the registrations: the thunk reads
+    /// the dependencies the graph has prepared for it, and awaits only the factory.
     @inlinable
     mutating func _addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
@@ -193,12 +189,9 @@ extension ServiceGraph.Builder {
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        let erased = _Factory<Key.Value>(
-            makeSynchronously: nil,
-            make: { resolver in
-                try await factory(repeat try await resolver.nextAwaiting((each Dependency).self))
-            }
-        )
+        let erased = _Factory<Key.Value>(makeAsynchronously: { resolver in
+            try await factory(repeat try resolver.nextPrepared((each Dependency).self))
+        })
         _appendRegistration(
             key,
             lifetime: lifetime,

@@ -209,6 +209,18 @@ public final class ServiceScope: Sendable {
         at slot: Int,
         as key: Key.Type
     ) async throws -> Key.Value {
+        try await madeBox(at: slot).value(as: Key.Value.self)
+    }
+
+    /// The box of the instance at `slot`, for a factory on the asynchronous path that depends on it.
+    nonisolated(nonsending) func _instanceBox(at slot: Int) async throws -> _AnyBox {
+        if let box = _createdBox(at: slot) { return box.box.takeUnretainedValue() }
+        return try await madeBox(at: slot).box.takeUnretainedValue()
+    }
+
+    /// The box of the instance at `slot`, created by this call or by the one that was first to ask for
+    /// it; or an error when the scope is closing.
+    private nonisolated(nonsending) func madeBox(at slot: Int) async throws -> _GraphCore._PublishedBox {
         let step = state.withLock { state -> LookupStep in
             if state.closing.hasStarted { return .closed }
             // Created since the first look.
@@ -226,11 +238,13 @@ public final class ServiceScope: Sendable {
             if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
             try await task.value
         case .closed:
-            throw ServiceGraphError(closedProblem(Key.serviceName))
+            throw ServiceGraphError(closedProblem(_core.records[slot].key.serviceName))
         }
         // Made, then released by a close that came in between.
-        guard let box = instances.box(at: slot) else { throw ServiceGraphError(closedProblem(Key.serviceName)) }
-        return box.value(as: Key.Value.self)
+        guard let box = instances.box(at: slot) else {
+            throw ServiceGraphError(closedProblem(_core.records[slot].key.serviceName))
+        }
+        return box
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later

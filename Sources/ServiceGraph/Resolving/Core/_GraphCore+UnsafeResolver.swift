@@ -42,15 +42,18 @@ extension _GraphCore {
         let end: Int
         #endif
 
-        /// A resolver at the start of `slot`'s dependencies (or of none, for -1).
+        /// A resolver at the start of `slot`'s dependencies (or of none, for -1). With `prepared`, the
+        /// dependencies that are not singletons are read from it, in order (see
+        /// ``_GraphCore/preparedDependencies(of:in:)``).
         @inlinable
-        init(core: _GraphCore, scope: ServiceScope?, slot: Int) {
+        init(core: _GraphCore, scope: ServiceScope?, slot: Int, prepared: _PreparedValues? = nil) {
             self.core = core
             self.scope = scope
             buffers = core.buffers
             position = slot < 0 ? 0 : Int(buffers.dependencyStart[slot])
-            depth = 0
-            prepared = nil
+            // Past the recursion limit, `next(_:)` reads what is prepared instead of making it.
+            depth = prepared == nil ? 0 : Self.recursionLimit
+            self.prepared = prepared
             #if SERVICEGRAPH_INTERNAL_CHECKS
             end = slot < 0 ? 0 : Int(buffers.dependencyStart[slot + 1])
             #endif
@@ -90,33 +93,33 @@ extension _GraphCore {
             return slot
         }
 
-        /// The next dependency's value, made without suspending.
+        /// The next dependency's value, made without suspending, or read from the prepared values.
+        ///
+        /// Only the read of a singleton is inlined in the factory's thunk; anything else is one call to
+        /// ``dependencyValue(at:as:)``, specialized once per value type: the thunks stay small.
         @inlinable
         @inline(__always)
         mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
             let slot = nextSlot()
-            guard depth < Self.recursionLimit else { return try deepValue(at: slot, as: Dependency.Value.self) }
-            return try valueSynchronously(at: slot, as: Dependency.Value.self, depth: depth &+ 1)
-        }
-
-        /// The next dependency's value, awaiting its creation if it is asynchronous or scoped.
-        ///
-        /// A singleton is read, and a transient whose whole chain is synchronous is made on the
-        /// synchronous path, without an asynchronous call: only a dependency that must be awaited is.
-        @inlinable
-        mutating func nextAwaiting<Dependency: ServiceKey>(
-            _ key: Dependency.Type
-        ) async throws -> Dependency.Value {
-            let slot = nextSlot()
             if let value = buffers.singleton(at: slot, as: Dependency.Value.self) {
                 return value
             }
-            if buffers.lifetimes[slot] == .transient && buffers.resolvesSynchronously[slot]
-                && depth < Self.recursionLimit
-            {
-                return try valueSynchronously(at: slot, as: Dependency.Value.self, depth: depth &+ 1)
-            }
-            return try await core.value(at: slot, as: key, in: scope, startsChain: false)
+            return try dependencyValue(at: slot, as: Dependency.Value.self)
+        }
+
+        /// The value at `slot`, a dependency of the factory being called that is not a created singleton.
+        @inlinable
+        @inline(never)
+        func dependencyValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
+            guard depth < Self.recursionLimit else { return try deepValue(at: slot, as: Value.self) }
+            return try valueSynchronously(at: slot, as: Value.self, depth: depth &+ 1)
+        }
+
+        /// The next dependency's value, for an asynchronous factory's thunk: a singleton or a value the
+        /// graph prepared for the call (see ``_GraphCore/preparedDependencies(of:in:)``).
+        @inlinable
+        mutating func nextPrepared<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
+            try deepValue(at: nextSlot(), as: Dependency.Value.self)
         }
 
         /// The value at `slot`, made without suspending (singletons and synchronous transients).
@@ -255,7 +258,10 @@ extension _GraphCore {
     /// Makes a new instance at `slot`, awaiting its dependencies: an asynchronous singleton the build
     /// makes, or a scoped instance `scope` makes.
     nonisolated(nonsending) func makeBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
-        var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
+        let prepared = try await preparedDependencies(of: slot, in: scope)
+        // The resolver does not retain what is prepared.
+        defer { withExtendedLifetime(prepared) {} }
+        var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot, prepared: prepared)
         return try await factory(at: slot).makeBox(&resolver)
     }
 
@@ -265,12 +271,61 @@ extension _GraphCore {
         at slot: Int,
         in scope: ServiceScope?
     ) async throws -> Value {
-        var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
-        let make = _unsafeDowncastChecked(factory(at: slot), to: _Factory<Value>.self).make
         do {
-            return try await make(&resolver)
+            let prepared = try await preparedDependencies(of: slot, in: scope)
+            // The resolver does not retain what is prepared.
+            defer { withExtendedLifetime(prepared) {} }
+            var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot, prepared: prepared)
+            return try await _unsafeDowncastChecked(factory(at: slot), to: _Factory<Value>.self).make(&resolver)
         } catch {
             throw failure(error, at: slot)
+        }
+    }
+
+    /// The dependencies of `slot` that are not created singletons, each awaited in declaration order: what
+    /// the factory's thunk then reads without suspending. Nil when every dependency is a singleton.
+    ///
+    /// This is where the asynchronous path suspends, once per dependency that must be awaited, so that no
+    /// factory needs an asynchronous thunk of its own for its dependencies.
+    @usableFromInline
+    nonisolated(nonsending) func preparedDependencies(
+        of slot: Int,
+        in scope: ServiceScope?
+    ) async throws -> _PreparedValues? {
+        var prepared: _PreparedValues?
+        let start = Int(buffers.dependencyStart[slot])
+        let end = Int(buffers.dependencyStart[slot + 1])
+        for position in start..<end {
+            let dependency = Int(buffers.dependencySlots[position])
+            if buffers.singletons[dependency] != nil { continue }
+            let box = try await dependencyBox(at: dependency, in: scope)
+            if prepared == nil { prepared = _PreparedValues() }
+            prepared?.boxes.append(box)
+        }
+        return prepared
+    }
+
+    /// The value at `slot`, boxed, for a factory on the asynchronous path: a transient made (without
+    /// suspending if its chain is synchronous), a scoped instance from `scope`.
+    nonisolated(nonsending) func dependencyBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+        switch lifetime(of: slot) {
+        case .transient:
+            do {
+                if resolvesSynchronously(slot) {
+                    var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
+                    return try factory(at: slot).makeBoxSynchronously(&resolver)
+                }
+                return try await makeBox(at: slot, in: scope)
+            } catch {
+                throw failure(error, at: slot)
+            }
+        case .scoped:
+            guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
+            return try await scope._instanceBox(at: slot)
+        case .singleton:
+            if let box = buffers.singletons[slot] { return box.takeUnretainedValue() }
+            // See `value(at:as:in:startsChain:)`: only a factory a failed build abandoned gets here.
+            throw CancellationError()
         }
     }
 }
