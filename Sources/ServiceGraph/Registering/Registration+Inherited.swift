@@ -17,7 +17,7 @@ extension Registration {
                 lifetime: service.lifetime,
                 dependencies: isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key },
                 site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
-                factory: isSingleton ? _Factory<Key.Value>(borrowing: { parent[key] }) : core.factory(at: slot),
+                factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.factory(at: slot),
                 isOverride: false
             )
             registration.isInherited = true

@@ -24,8 +24,11 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in try factory() }
+            factory: _AnyFactory(
+                Key.Value.self,
+                makeSynchronously: { resolver, address in
+                    _ = address.initializeMemory(as: Key.Value.self, to: try factory())
+                }
             )
         )
     }
@@ -48,8 +51,11 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in try factory(try resolver.next(D1.self)) }
+            factory: _AnyFactory(
+                Key.Value.self,
+                makeSynchronously: { resolver, address in
+                    _ = address.initializeMemory(as: Key.Value.self, to: try factory(try resolver.next(D1.self)))
+                }
             )
         )
     }
@@ -73,8 +79,14 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in try factory(try resolver.next(D1.self), try resolver.next(D2.self)) }
+            factory: _AnyFactory(
+                Key.Value.self,
+                makeSynchronously: { resolver, address in
+                    _ = address.initializeMemory(
+                        as: Key.Value.self,
+                        to: try factory(try resolver.next(D1.self), try resolver.next(D2.self))
+                    )
+                }
             )
         )
     }
@@ -99,9 +111,17 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in
-                    try factory(try resolver.next(D1.self), try resolver.next(D2.self), try resolver.next(D3.self))
+            factory: _AnyFactory(
+                Key.Value.self,
+                makeSynchronously: { resolver, address in
+                    _ = address.initializeMemory(
+                        as: Key.Value.self,
+                        to: try factory(
+                            try resolver.next(D1.self),
+                            try resolver.next(D2.self),
+                            try resolver.next(D3.self)
+                        )
+                    )
                 }
             )
         )
@@ -128,13 +148,17 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
-            factory: _Factory<Key.Value>(
-                makeSynchronously: { resolver in
-                    try factory(
-                        try resolver.next(D1.self),
-                        try resolver.next(D2.self),
-                        try resolver.next(D3.self),
-                        try resolver.next(D4.self)
+            factory: _AnyFactory(
+                Key.Value.self,
+                makeSynchronously: { resolver, address in
+                    _ = address.initializeMemory(
+                        as: Key.Value.self,
+                        to: try factory(
+                            try resolver.next(D1.self),
+                            try resolver.next(D2.self),
+                            try resolver.next(D3.self),
+                            try resolver.next(D4.self)
+                        )
                     )
                 }
             )

@@ -163,9 +163,12 @@ extension ServiceGraph.Builder {
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        let erased = _Factory<Key.Value>(makeSynchronously: { resolver in
-            try factory(repeat try resolver.next((each Dependency).self))
-        })
+        let erased = _AnyFactory(Key.Value.self) { resolver, address in
+            _ = address.initializeMemory(
+                as: Key.Value.self,
+                to: try factory(repeat try resolver.next((each Dependency).self))
+            )
+        }
         _appendRegistration(
             key,
             lifetime: lifetime,
@@ -189,9 +192,13 @@ extension ServiceGraph.Builder {
         isOverride: Bool,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        let erased = _Factory<Key.Value>(makeAsynchronously: { resolver in
-            try await factory(repeat try resolver.nextPrepared((each Dependency).self))
-        })
+        let erased = _AnyFactory(
+            Key.Value.self,
+            makeAsynchronously: { resolver, address in
+                let value = try await factory(repeat try resolver.nextPrepared((each Dependency).self))
+                _ = address.initializeMemory(as: Key.Value.self, to: value)
+            }
+        )
         _appendRegistration(
             key,
             lifetime: lifetime,

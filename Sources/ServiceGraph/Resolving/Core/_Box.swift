@@ -1,23 +1,78 @@
-/// A type-erased, immutable holder of one created instance.
+/// A type-erased, immutable holder of one created instance, the value stored in the object's own tail
+/// memory.
 ///
-/// The graph stores instances as boxes so that a typed read is a single unchecked downcast
-/// (``_unsafeValue(as:)``) rather than a dynamic cast from `any Sendable`. The builder guarantees by
-/// construction that the box in a key's slot holds that key's `Value`.
+/// One non-generic class for every value type: a generic `_Box<Value>` would make the runtime
+/// instantiate a class's metadata for each value type the first time one is boxed, which for an
+/// application's first build costs far more than the build itself (thousands of instructions per
+/// service type, for the demangling and the class initialization). The box knows its value's layout
+/// only through ``_ValueLayout``, made where the key is provided; a typed read is a load at a fixed
+/// offset (``_unsafeValue(as:)``). The builder guarantees by construction that the box in a key's
+/// slot holds that key's `Value`.
 @usableFromInline
-class _AnyBox: @unchecked Sendable {
-    @usableFromInline
-    init() {}
-}
+final class _AnyBox: @unchecked Sendable {
+    // No stored properties: the header and the value are the object's tail memory, laid out by
+    // `ManagedBufferPointer` (not a `ManagedBuffer` subclass, which could not be `Sendable`).
 
-/// The box for a `Value`. Immutable, so sharing it across tasks is safe.
-@usableFromInline
-final class _Box<Value: Sendable>: _AnyBox, @unchecked Sendable {
+    /// What the box needs to release its value.
     @usableFromInline
-    let value: Value
+    struct Header {
+        /// Deinitializes the value; nil until the value is initialized (a factory that throws leaves an
+        /// empty box behind, which must not deinitialize anything).
+        @usableFromInline
+        var destroy: (@Sendable (UnsafeMutableRawPointer) -> Void)?
+        @usableFromInline
+        let alignment: Int
+        #if SERVICEGRAPH_INTERNAL_CHECKS
+        /// The value's type, checked on every read in debug builds.
+        @usableFromInline
+        let valueType: Any.Type
+        #endif
+    }
 
+    @usableFromInline
+    typealias Storage = ManagedBufferPointer<Header, UInt8>
+
+    /// The box's memory.
     @inlinable
-    init(_ value: Value) {
-        self.value = value
+    @inline(__always)
+    var storage: Storage { Storage(unsafeBufferObject: self) }
+
+    /// An empty box with room for a value of `layout`; ``initialized(with:)`` marks it full.
+    @usableFromInline
+    static func empty(for layout: _ValueLayout) -> _AnyBox {
+        let storage = Storage(bufferClass: _AnyBox.self, minimumCapacity: layout.size + layout.alignment - 1) { _, _ in
+            #if SERVICEGRAPH_INTERNAL_CHECKS
+            Header(destroy: nil, alignment: layout.alignment, valueType: layout.valueType)
+            #else
+            Header(destroy: nil, alignment: layout.alignment)
+            #endif
+        }
+        // Safety: the storage's object is an instance of the class it was made with.
+        return unsafeDowncast(storage.buffer, to: _AnyBox.self)
+    }
+
+    /// Where the value lives, aligned for it.
+    @usableFromInline
+    var valueAddress: UnsafeMutableRawPointer {
+        storage.withUnsafeMutablePointers { header, elements in
+            UnsafeMutableRawPointer(elements).alignedUp(toMultipleOf: header.pointee.alignment)
+        }
+    }
+
+    /// Marks the value as initialized, so that the box deinitializes it when it is released.
+    @usableFromInline
+    func initialized(with layout: _ValueLayout) -> _AnyBox {
+        storage.withUnsafeMutablePointerToHeader { $0.pointee.destroy = layout.destroy }
+        return self
+    }
+
+    deinit {
+        storage.withUnsafeMutablePointers { header, elements in
+            if let destroy = header.pointee.destroy {
+                destroy(UnsafeMutableRawPointer(elements).alignedUp(toMultipleOf: header.pointee.alignment))
+            }
+            header.deinitialize(count: 1)
+        }
     }
 }
 
@@ -26,8 +81,52 @@ extension _AnyBox {
     @inlinable
     @inline(__always)
     func _unsafeValue<Value: Sendable>(as type: Value.Type) -> Value {
-        // Safety: every box is made by its slot's `_Factory<Value>`, and read as that slot's `Value`.
-        _unsafeDowncastChecked(self, to: _Box<Value>.self).value
+        // Safety: every box is filled by its slot's factory, and read as that slot's `Value`.
+        storage.withUnsafeMutablePointers { header, elements in
+            #if SERVICEGRAPH_INTERNAL_CHECKS
+            _internalInvariant(
+                header.pointee.valueType == Value.self,
+                "\(header.pointee.valueType) is not a \(Value.self)"
+            )
+            #endif
+            return UnsafeRawPointer(elements).alignedUp(for: Value.self).assumingMemoryBound(to: Value.self).pointee
+        }
+    }
+}
+
+/// What the graph needs to know of a value type to box it without generic code: its size and
+/// alignment, how to deinitialize it, and whether it has lifecycle hooks. Made where the key is
+/// provided (specialized there), of non-capturing closures: no allocation and no metadata lookup.
+@usableFromInline
+struct _ValueLayout: Sendable {
+    @usableFromInline
+    let size: Int
+    @usableFromInline
+    let alignment: Int
+    @usableFromInline
+    let destroy: @Sendable (UnsafeMutableRawPointer) -> Void
+    /// `value as? any LifecycleHooks`, compiled where the key is provided: for a concrete `Value` the
+    /// compiler decides most casts statically.
+    @usableFromInline
+    let hooks: @Sendable (UnsafeRawPointer) -> (any LifecycleHooks)?
+    #if SERVICEGRAPH_INTERNAL_CHECKS
+    @usableFromInline
+    let valueType: Any.Type
+    #endif
+
+    @inlinable
+    init<Value: Sendable>(of type: Value.Type, hasHooks: Bool = true) {
+        size = MemoryLayout<Value>.size
+        alignment = MemoryLayout<Value>.alignment
+        destroy = { $0.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
+        if hasHooks {
+            hooks = { $0.assumingMemoryBound(to: Value.self).pointee as? any LifecycleHooks }
+        } else {
+            hooks = { _ in nil }
+        }
+        #if SERVICEGRAPH_INTERNAL_CHECKS
+        valueType = Value.self
+        #endif
     }
 }
 

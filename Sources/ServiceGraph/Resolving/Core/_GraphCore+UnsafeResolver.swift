@@ -142,9 +142,7 @@ extension _GraphCore {
             }
             var resolver = _UnsafeResolver(self, slot: slot, depth: depth)
             do {
-                return try buffers.withFactory(at: slot) { factory in
-                    try _unsafeDowncastChecked(factory, to: _Factory<Value>.self).makeSynchronously(&resolver)
-                }
+                return try buffers.withFactory(at: slot) { try $0.make(&resolver, as: Value.self) }
             } catch {
                 throw core.failure(error, at: slot)
             }
@@ -276,7 +274,7 @@ extension _GraphCore {
             // The resolver does not retain what is prepared.
             defer { withExtendedLifetime(prepared) {} }
             var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot, prepared: prepared)
-            return try await _unsafeDowncastChecked(factory(at: slot), to: _Factory<Value>.self).make(&resolver)
+            return try await factory(at: slot).makeBox(&resolver)._unsafeValue(as: Value.self)
         } catch {
             throw failure(error, at: slot)
         }
