@@ -82,28 +82,46 @@ final class _AnyFactory: @unchecked Sendable {
         }
     }
 
-    /// The lifecycle hooks of the instance in `box`, if its dynamic type adopts ``LifecycleHooks``.
-    func hooks(of box: _AnyBox) -> (any LifecycleHooks)? {
-        layout.hooks(box.valueAddress)
+    /// The lifecycle hooks of the instance in `stored`, if its dynamic type adopts ``LifecycleHooks``.
+    func hooks(of stored: _AnyBox) -> (any LifecycleHooks)? {
+        if layout.isObject {
+            return withUnsafePointer(to: stored) { layout.hooks(UnsafeRawPointer($0)) }
+        }
+        return layout.hooks(unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
     }
 
-    /// Runs the synchronous factory into a new box. Only called when ``isSynchronous`` is true.
+    /// Runs the synchronous factory, and holds what it makes as the graph does (see ``_AnyBox``). Only
+    /// called when ``isSynchronous`` is true.
     func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
-        let box = _AnyBox.empty(for: layout)
+        if layout.isObject {
+            return try withUnsafeTemporaryAllocation(of: _AnyBox.self, capacity: 1) { buffer in
+                // Safety: a class instance is one strong reference, as an `_AnyBox` is; the thunk
+                // initializes it or throws without initializing it.
+                let address = buffer.baseAddress.unsafelyUnwrapped
+                try makeSynchronously(&resolver, UnsafeMutableRawPointer(address))
+                return address.move()
+            }
+        }
+        let box = _ValueBox.empty(for: layout)
         try makeSynchronously(&resolver, box.valueAddress)
         return box.initialized(with: layout)
     }
 
-    /// Runs the factory into a new box, with a resolver whose dependencies are prepared: the ones that
-    /// must be awaited have been, and the factory reads them without suspending.
+    /// Runs the factory, and holds what it makes as the graph does, with a resolver whose
+    /// dependencies are prepared: the ones that must be awaited have been, and the factory reads them
+    /// without suspending.
     @usableFromInline
     func makeBox(_ resolver: inout _GraphCore._UnsafeResolver) async throws -> _AnyBox {
-        let box = _AnyBox.empty(for: layout)
-        if let makeAsynchronously {
-            try await makeAsynchronously(&resolver, box.valueAddress)
-        } else {
-            try makeSynchronously(&resolver, box.valueAddress)
+        guard let makeAsynchronously else { return try makeBoxSynchronously(&resolver) }
+        if layout.isObject {
+            // Memory that stays put across the suspension.
+            let address = UnsafeMutablePointer<_AnyBox>.allocate(capacity: 1)
+            defer { address.deallocate() }
+            try await makeAsynchronously(&resolver, UnsafeMutableRawPointer(address))
+            return address.move()
         }
+        let box = _ValueBox.empty(for: layout)
+        try await makeAsynchronously(&resolver, box.valueAddress)
         return box.initialized(with: layout)
     }
 }

@@ -1,5 +1,25 @@
-/// A type-erased, immutable holder of one created instance, the value stored in the object's own tail
-/// memory.
+/// A created instance as the graph holds it: the instance itself when its type is a class (no box,
+/// no allocation beyond the instance), or else a ``_ValueBox`` holding it.
+///
+/// Which of the two is decided by the value type alone (``_ValueLayout/isObject``, `Value.self is
+/// AnyObject.Type`), the same test on the writing and the reading side, so a read needs no flag: in
+/// specialized code the test is a constant. Read with ``_unsafeValue(of:as:)``.
+@usableFromInline
+typealias _AnyBox = any AnyObject & Sendable
+
+/// The instance held in `stored`, a `Value` (checked in debug builds only for a box).
+@inlinable
+@inline(__always)
+func _unsafeValue<Value: Sendable>(of stored: _AnyBox, as type: Value.Type) -> Value {
+    if Value.self is AnyObject.Type {
+        // Safety: a class instance is held as itself; one strong reference either way.
+        return unsafeBitCast(stored, to: Value.self)
+    }
+    return unsafeDowncast(stored, to: _ValueBox.self)._unsafeValue(as: Value.self)
+}
+
+/// A type-erased, immutable holder of one created value that is not a class instance, the value
+/// stored in the object's own tail memory.
 ///
 /// One non-generic class for every value type: a generic `_Box<Value>` would make the runtime
 /// instantiate a class's metadata for each value type the first time one is boxed, which for an
@@ -9,7 +29,7 @@
 /// offset (``_unsafeValue(as:)``). The builder guarantees by construction that the box in a key's
 /// slot holds that key's `Value`.
 @usableFromInline
-final class _AnyBox: @unchecked Sendable {
+final class _ValueBox: @unchecked Sendable {
     // No stored properties: the header and the value are the object's tail memory, laid out by
     // `ManagedBufferPointer` (not a `ManagedBuffer` subclass, which could not be `Sendable`).
 
@@ -39,8 +59,8 @@ final class _AnyBox: @unchecked Sendable {
 
     /// An empty box with room for a value of `layout`; ``initialized(with:)`` marks it full.
     @usableFromInline
-    static func empty(for layout: _ValueLayout) -> _AnyBox {
-        let storage = Storage(bufferClass: _AnyBox.self, minimumCapacity: layout.size + layout.alignment - 1) { _, _ in
+    static func empty(for layout: _ValueLayout) -> _ValueBox {
+        let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: layout.size + layout.alignment - 1) { _, _ in
             #if SERVICEGRAPH_INTERNAL_CHECKS
             Header(destroy: nil, alignment: layout.alignment, valueType: layout.valueType)
             #else
@@ -48,7 +68,7 @@ final class _AnyBox: @unchecked Sendable {
             #endif
         }
         // Safety: the storage's object is an instance of the class it was made with.
-        return unsafeDowncast(storage.buffer, to: _AnyBox.self)
+        return unsafeDowncast(storage.buffer, to: _ValueBox.self)
     }
 
     /// Where the value lives, aligned for it.
@@ -61,7 +81,7 @@ final class _AnyBox: @unchecked Sendable {
 
     /// Marks the value as initialized, so that the box deinitializes it when it is released.
     @usableFromInline
-    func initialized(with layout: _ValueLayout) -> _AnyBox {
+    func initialized(with layout: _ValueLayout) -> _ValueBox {
         storage.withUnsafeMutablePointerToHeader { $0.pointee.destroy = layout.destroy }
         return self
     }
@@ -76,7 +96,7 @@ final class _AnyBox: @unchecked Sendable {
     }
 }
 
-extension _AnyBox {
+extension _ValueBox {
     /// The instance in this box, which holds a `Value` (checked in debug builds only).
     @inlinable
     @inline(__always)
@@ -103,6 +123,9 @@ struct _ValueLayout: Sendable {
     let size: Int
     @usableFromInline
     let alignment: Int
+    /// Whether `Value` is a class, held as itself rather than in a ``_ValueBox``.
+    @usableFromInline
+    let isObject: Bool
     @usableFromInline
     let destroy: @Sendable (UnsafeMutableRawPointer) -> Void
     /// `value as? any LifecycleHooks`, compiled where the key is provided: for a concrete `Value` the
@@ -118,6 +141,7 @@ struct _ValueLayout: Sendable {
     init<Value: Sendable>(of type: Value.Type, hasHooks: Bool = true) {
         size = MemoryLayout<Value>.size
         alignment = MemoryLayout<Value>.alignment
+        isObject = Value.self is AnyObject.Type
         destroy = { $0.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
         if hasHooks {
             hooks = { $0.assumingMemoryBound(to: Value.self).pointee as? any LifecycleHooks }

@@ -83,7 +83,7 @@ extension _GraphCore {
         @inlinable
         func value<Value: Sendable>(as type: Value.Type) -> Value {
             // Safety: the in-flight resolve keeps the box alive (see ``ScopeCells``).
-            box._withUnsafeGuaranteedRef { $0._unsafeValue(as: Value.self) }
+            box._withUnsafeGuaranteedRef { _unsafeValue(of: $0, as: Value.self) }
         }
     }
 

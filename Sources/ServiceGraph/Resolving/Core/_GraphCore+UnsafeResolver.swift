@@ -154,7 +154,7 @@ extension _GraphCore {
         func deepValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
             if let value = buffers.singleton(at: slot, as: Value.self) { return value }
             let box = try prepared?.next() ?? valueIteratively(at: slot)
-            return box._unsafeValue(as: Value.self)
+            return _unsafeValue(of: box, as: Value.self)
         }
 
         /// The value at `slot`, a synchronous transient, made without recursion: the chain below it is
@@ -274,7 +274,7 @@ extension _GraphCore {
             // The resolver does not retain what is prepared.
             defer { withExtendedLifetime(prepared) {} }
             var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot, prepared: prepared)
-            return try await factory(at: slot).makeBox(&resolver)._unsafeValue(as: Value.self)
+            return _unsafeValue(of: try await factory(at: slot).makeBox(&resolver), as: Value.self)
         } catch {
             throw failure(error, at: slot)
         }

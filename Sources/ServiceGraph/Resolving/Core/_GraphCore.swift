@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// The core's other unsafe parts live next to it: ``_UnsafeResolver`` (the pointer view and argument
 /// cursor of one factory call), ``ScopeCells`` (a scope's atomic instance cells), ``_ThreadTrail`` (the
-/// thread-local trail) and ``_AnyBox/_unsafeValue(as:)`` (the unchecked read of a box).
+/// thread-local trail) and ``_unsafeValue(of:as:)`` (the unchecked read of an instance).
 ///
 /// `@unchecked Sendable`: the buffers are written only in `init`, except the singleton slots and the
 /// creation order, which only the build's coordinator writes, each slot once, before the graph is
@@ -337,7 +337,7 @@ extension _GraphCore {
             checkSlot(slot)
             guard let box = singletons[slot] else { return nil }
             // Safety: the core holds the box until it is deallocated, and the caller holds the core.
-            return box._withUnsafeGuaranteedRef { $0._unsafeValue(as: Value.self) }
+            return box._withUnsafeGuaranteedRef { _unsafeValue(of: $0, as: Value.self) }
         }
     }
 }
