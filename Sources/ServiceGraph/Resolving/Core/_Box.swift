@@ -60,7 +60,8 @@ final class _ValueBox: @unchecked Sendable {
     /// An empty box with room for a value of `layout`; ``initialized(with:)`` marks it full.
     @usableFromInline
     static func empty(for layout: _ValueLayout) -> _ValueBox {
-        let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: layout.size + layout.alignment - 1) { _, _ in
+        let capacity = layout.size + layout.alignment - 1
+        let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: capacity) { _, _ in
             #if SERVICEGRAPH_INTERNAL_CHECKS
             Header(destroy: nil, alignment: layout.alignment, valueType: layout.valueType)
             #else
