@@ -3,7 +3,13 @@
 a graph of 100 and of 1,000 services of distinct types (Scripts/generate_distinct_graph.py), with
 ServiceGraph and hand-wired, and reports their text segments from `size`.
 
-    python3 Scripts/code_size.py [--scratch PATH] [--counts 100,1000]
+    python3 Scripts/code_size.py [--scratch PATH] [--counts 100,1000] [--runs N]
+
+Each executable declares, validates, builds, reads and shuts down its graph once, in a fresh
+process: with `--runs N` the script also times each whole process N times, interleaved, and reports
+the median wall time (the first build an application pays, which includes the runtime's one-time
+work per service type, such as instantiating generic metadata, that in-process benchmarks repeat
+past).
 
 Both executables of a size hold the same service classes and key types and link the same library,
 so the difference between them is the code the registrations make. Builds in its own scratch folder
@@ -11,8 +17,10 @@ so the difference between them is the code the registrations make. Builds in its
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = os.path.dirname(HERE)
@@ -32,6 +40,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--scratch", default=os.path.join(BENCHMARKS, ".build-codesize"))
     parser.add_argument("--counts", default="100,1000")
+    parser.add_argument("--runs", type=int, default=0)
     options = parser.parse_args()
     counts = [int(c) for c in options.counts.split(",")]
     package = os.path.join(options.scratch, "package")
@@ -131,6 +140,26 @@ def main():
                 f"| {name}, each registration from {low} to {high} "
                 f"| {(b[0] - a[0]) / (high - low):,.0f} B | {(b[1] - a[1]) / (high - low):,.0f} B |"
             )
+
+    if options.runs > 0:
+        first_build_times(binaries, targets, counts, contenders, options.runs)
+
+
+def first_build_times(binaries, targets, counts, contenders, runs):
+    """Median wall time of each whole process, the executables run in turn."""
+    times = {target: [] for target in targets}
+    for _ in range(runs):
+        for target in targets:
+            start = time.perf_counter()
+            subprocess.run([os.path.join(binaries, target)], check=True)
+            times[target].append(time.perf_counter() - start)
+    print(f"\n| registrations | executable | whole process, median of {runs} | × hand-wired |")
+    print("|---:|---|---:|---:|")
+    for count in counts:
+        baseline = statistics.median(times[f"HandWired{count}"])
+        for name in contenders:
+            median = statistics.median(times[f"{name}{count}"])
+            print(f"| {count} | {name} | {median * 1000:.2f} ms | {median / baseline:.2f}x |")
 
 
 main()
