@@ -89,12 +89,10 @@ struct GraphPlan: Sendable {
         var missingEdgeCount = 0
         for slot in providers.indices {
             dependencyStart.append(dependencyTargets.count)
-            providers[slot].dependencies.withUnsafeBufferPointer { dependencies in
-                for dependency in dependencies {
-                    let target = table.slot(for: ObjectIdentifier(dependency)) ?? Self.missing
-                    if target == Self.missing { missingEdgeCount += 1 }
-                    dependencyTargets.append(target)
-                }
+            for position in 0..<providers[slot].dependencies.count {
+                let target = table.slot(for: ObjectIdentifier(providers[slot].dependencies[position])) ?? Self.missing
+                if target == Self.missing { missingEdgeCount += 1 }
+                dependencyTargets.append(target)
             }
         }
         dependencyStart.append(dependencyTargets.count)

@@ -15,7 +15,9 @@ extension Registration {
             var registration = Registration(
                 key: key,
                 lifetime: service.lifetime,
-                dependencies: isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key },
+                dependencies: _DependencyKeys(
+                    isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key }
+                ),
                 site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
                 factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.factory(at: slot),
                 isOverride: false

@@ -2,7 +2,7 @@
 struct Registration: Sendable {
     let key: any ServiceKey.Type
     let lifetime: Lifetime
-    let dependencies: [any ServiceKey.Type]
+    let dependencies: _DependencyKeys
     let site: SiteLiteral
     let factory: _AnyFactory
     /// Whether this registration replaces an earlier provider of the same key (see `override`).

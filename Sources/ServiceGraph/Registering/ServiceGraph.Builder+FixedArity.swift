@@ -20,7 +20,7 @@ extension ServiceGraph.Builder {
         _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: [],
+            dependencies: _DependencyKeys(),
             fileID: fileID,
             line: line,
             isOverride: false,
@@ -47,7 +47,7 @@ extension ServiceGraph.Builder {
         _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: [d1],
+            dependencies: _DependencyKeys(d1),
             fileID: fileID,
             line: line,
             isOverride: false,
@@ -75,7 +75,7 @@ extension ServiceGraph.Builder {
         _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: [d1, d2],
+            dependencies: _DependencyKeys(d1, d2),
             fileID: fileID,
             line: line,
             isOverride: false,
@@ -107,7 +107,7 @@ extension ServiceGraph.Builder {
         _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: [d1, d2, d3],
+            dependencies: _DependencyKeys(d1, d2, d3),
             fileID: fileID,
             line: line,
             isOverride: false,
@@ -144,7 +144,7 @@ extension ServiceGraph.Builder {
         _appendRegistration(
             key,
             lifetime: lifetime,
-            dependencies: [d1, d2, d3, d4],
+            dependencies: _DependencyKeys(d1, d2, d3, d4),
             fileID: fileID,
             line: line,
             isOverride: false,

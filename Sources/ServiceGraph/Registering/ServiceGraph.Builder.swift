@@ -210,10 +210,10 @@ extension ServiceGraph.Builder {
         )
     }
 
-    /// The pack of dependency key types as an array.
-    @usableFromInline
-    func _keyList<each Dependency: ServiceKey>(_ dependencies: repeat (each Dependency).Type) -> [any ServiceKey.Type] {
-        var keys: [any ServiceKey.Type] = []
+    /// The pack of dependency key types, in order.
+    @inlinable
+    func _keyList<each Dependency: ServiceKey>(_ dependencies: repeat (each Dependency).Type) -> _DependencyKeys {
+        var keys = _DependencyKeys()
         for dependency in repeat each dependencies {
             keys.append(dependency)
         }
@@ -224,7 +224,7 @@ extension ServiceGraph.Builder {
     mutating func _appendRegistration<Key: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
-        dependencies: [any ServiceKey.Type],
+        dependencies: _DependencyKeys,
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,

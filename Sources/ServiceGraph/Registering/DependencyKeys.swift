@@ -1,0 +1,66 @@
+/// The keys a provider depends on, in declaration order.
+///
+/// Up to four are kept inline, so a registration made by a fixed-arity `provide` allocates nothing
+/// for them: at startup, an allocation per registration costs more than the rest of declaring it.
+/// More spill into an array.
+@usableFromInline
+struct _DependencyKeys: RandomAccessCollection, Sendable {
+    @usableFromInline
+    typealias Key = any ServiceKey.Type
+
+    @usableFromInline
+    var inline: (Key?, Key?, Key?, Key?)
+    /// The keys past the fourth.
+    @usableFromInline
+    var spilled: [Key]
+    @usableFromInline
+    var count: Int
+
+    @inlinable
+    init() {
+        inline = (nil, nil, nil, nil)
+        spilled = []
+        count = 0
+    }
+
+    @inlinable
+    init(_ first: Key, _ second: Key? = nil, _ third: Key? = nil, _ fourth: Key? = nil) {
+        inline = (first, second, third, fourth)
+        spilled = []
+        count = fourth != nil ? 4 : third != nil ? 3 : second != nil ? 2 : 1
+    }
+
+    init(_ keys: some Sequence<Key>) {
+        self.init()
+        for key in keys { append(key) }
+    }
+
+    @inlinable
+    mutating func append(_ key: Key) {
+        switch count {
+        case 0: inline.0 = key
+        case 1: inline.1 = key
+        case 2: inline.2 = key
+        case 3: inline.3 = key
+        default: spilled.append(key)
+        }
+        count += 1
+    }
+
+    @inlinable
+    var startIndex: Int { 0 }
+    @inlinable
+    var endIndex: Int { count }
+
+    @inlinable
+    subscript(position: Int) -> Key {
+        precondition(position >= 0 && position < count, "dependency index out of range")
+        switch position {
+        case 0: return inline.0.unsafelyUnwrapped
+        case 1: return inline.1.unsafelyUnwrapped
+        case 2: return inline.2.unsafelyUnwrapped
+        case 3: return inline.3.unsafelyUnwrapped
+        default: return spilled[position - 4]
+        }
+    }
+}
