@@ -112,7 +112,8 @@ extension _GraphCore {
         @inline(never)
         func dependencyValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
             guard depth < Self.recursionLimit else { return try deepValue(at: slot, as: Value.self) }
-            return try valueSynchronously(at: slot, as: Value.self, depth: depth &+ 1)
+            // `next(_:)` has looked for a singleton already.
+            return try madeSynchronously(at: slot, as: Value.self, depth: depth &+ 1)
         }
 
         /// The next dependency's value, for an asynchronous factory's thunk: a singleton or a value the
@@ -134,6 +135,14 @@ extension _GraphCore {
             if let value = buffers.singleton(at: slot, as: Value.self) {
                 return value
             }
+            return try madeSynchronously(at: slot, as: Value.self, depth: depth)
+        }
+
+        /// The value at `slot`, which is not a created singleton, made without suspending: a new
+        /// transient (anything else cannot be made here, and throws).
+        @inlinable
+        @inline(__always)
+        func madeSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type, depth: Int) throws -> Value {
             guard buffers.lifetimes[slot] == .transient else {
                 // An empty singleton slot is seen only by a factory a failed build abandoned (see
                 // `_GraphCore.value(at:as:in:startsChain:)`): the same cancellation on every path.
