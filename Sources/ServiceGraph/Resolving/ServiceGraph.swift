@@ -143,7 +143,7 @@ public final class ServiceGraph: Sendable {
             if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
             return try _core.valueSynchronously(at: slot, as: key, in: nil)
         }
-        return try await _core.valueAwaiting(at: slot, as: key, in: nil)
+        return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: nil), as: Key.Value.self)
     }
 
     @inlinable

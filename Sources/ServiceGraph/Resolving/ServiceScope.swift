@@ -126,7 +126,7 @@ public final class ServiceScope: Sendable {
             if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
             return try _core.valueSynchronously(at: slot, as: key, in: self)
         }
-        return try await _core.valueAwaiting(at: slot, as: key, in: self)
+        return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: self), as: Key.Value.self)
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient whose chain is synchronous and
@@ -183,17 +183,6 @@ public final class ServiceScope: Sendable {
         resolves.leave()
     }
 
-    /// The scope's instance at `slot`, created once.
-    ///
-    /// - Complexity: O(1) for an instance already created: an atomic load, no lock.
-    @inlinable
-    nonisolated(nonsending) func _instance<Key: ServiceKey>(at slot: Int, as key: Key.Type) async throws -> Key.Value {
-        if let box = _createdBox(at: slot) {
-            return box.value(as: Key.Value.self)
-        }
-        return try await _makeInstance(at: slot, as: key)
-    }
-
     /// The box of the instance at `slot` if it is a scoped service already created and the scope is
     /// open, not retained: the caller is a resolve in flight, which keeps it alive.
     @usableFromInline
@@ -202,17 +191,11 @@ public final class ServiceScope: Sendable {
         return instances.box(at: slot)
     }
 
-    /// The instance at `slot`, created by this call or by the one that was first to ask for it; or
-    /// an error when the scope is closing.
+    /// The scope's instance at `slot`, created once, held as the graph holds it: for a `resolve` that
+    /// must await, or a factory on the asynchronous path that depends on it.
+    ///
+    /// - Complexity: O(1) for an instance already created: an atomic load, no lock.
     @usableFromInline
-    nonisolated(nonsending) func _makeInstance<Key: ServiceKey>(
-        at slot: Int,
-        as key: Key.Type
-    ) async throws -> Key.Value {
-        try await madeBox(at: slot).value(as: Key.Value.self)
-    }
-
-    /// The box of the instance at `slot`, for a factory on the asynchronous path that depends on it.
     nonisolated(nonsending) func _instanceBox(at slot: Int) async throws -> _AnyBox {
         if let box = _createdBox(at: slot) { return box.box.takeUnretainedValue() }
         return try await madeBox(at: slot).box.takeUnretainedValue()

@@ -24,57 +24,46 @@ extension _GraphCore {
         return try withUnsafeResolver(in: scope) { try $0.valueSynchronously(at: slot, as: Key.Value.self, depth: 0) }
     }
 
-    /// The value at `slot`, awaiting asynchronous factories and scoped instances: where `resolve` starts
-    /// a chain (`startsChain`), or how a factory gets a dependency it declared.
+    /// The instance at `slot` for a `resolve` that must await (a transient with an asynchronous factory
+    /// in its chain, or a scoped instance not yet made), held as the graph holds it (see ``_AnyBox``);
+    /// reported when resolve events are on.
     ///
-    /// Where a chain starts, a transient whose chain is synchronous is made as `resolveSynchronously`
-    /// makes it, on the thread's trail: it cannot suspend, and so never reaches a service on the task's
-    /// trail. Any other transient starting a chain is made in its own entry of the task's
-    /// ``_ResolutionTrail``; a scope's creation task makes its own entry for a scoped instance.
-    @inlinable
-    nonisolated(nonsending) func value<Key: ServiceKey>(
-        at slot: Int,
-        as key: Key.Type,
-        in scope: ServiceScope?,
-        startsChain: Bool
-    ) async throws -> Key.Value {
-        if let value = singleton(at: slot, as: Key.Value.self) {
-            return value
-        }
+    /// Out of line, so that the synchronous path of the `resolve` that calls it, inlined in the caller,
+    /// makes no asynchronous call; and not generic, so that no code specialized in the caller carries
+    /// a value across suspension points, only a reference (with Swift 6.3, values of 16-byte
+    /// alignment carried across them there made release builds abort in the task allocator).
+    @usableFromInline
+    nonisolated(nonsending) func boxAwaiting(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+        guard reportsResolves else { return try await awaitedBox(at: slot, in: scope) }
+        let start = ContinuousClock.now
+        let result: Result<_AnyBox, any Error>
+        do { result = .success(try await awaitedBox(at: slot, in: scope)) } catch { result = .failure(error) }
+        return try reported(result, of: slot, since: start)
+    }
+
+    /// The instance at `slot`, awaiting asynchronous factories and scoped instances, where `resolve`
+    /// starts a chain.
+    ///
+    /// A transient starting a chain is made in its own entry of the task's ``_ResolutionTrail``; a
+    /// scope's creation task makes its own entry for a scoped instance. (A transient whose chain is
+    /// synchronous is made by `resolve` itself, as `resolveSynchronously` makes it, on the thread's
+    /// trail.)
+    private nonisolated(nonsending) func awaitedBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+        if let box = buffers.singletons[slot] { return box.takeUnretainedValue() }
         switch lifetime(of: slot) {
         case .transient:
-            guard startsChain else { return try await makeTransient(at: slot, in: scope) }
-            if resolvesSynchronously(slot) {
-                return try valueSynchronously(at: slot, as: key, in: scope)
-            }
             return try await _ResolutionTrail.current.withValue(try trail(entering: slot)) {
-                try await makeTransient(at: slot, in: scope)
+                try await transientBox(at: slot, in: scope)
             }
         case .scoped:
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
-            return try await scope._instance(at: slot, as: key)
+            return try await scope._instanceBox(at: slot)
         case .singleton:
             // A built graph has every singleton, and a build starts a factory only once its
             // dependencies exist: an empty singleton slot is seen only by a factory of a failed or
             // cancelled build that it abandoned (and cancelled), after the build released what it made.
             throw CancellationError()
         }
-    }
-
-    /// The value at `slot` for a `resolve` that must await: a transient with an asynchronous factory in
-    /// its chain, or a scoped instance; reported when resolve events are on.
-    ///
-    /// Kept out of line, so that the synchronous path of the `resolve` that calls it, inlined in the
-    /// caller, makes no asynchronous call.
-    @inlinable
-    @inline(never)
-    nonisolated(nonsending) func valueAwaiting<Key: ServiceKey>(
-        at slot: Int,
-        as key: Key.Type,
-        in scope: ServiceScope?
-    ) async throws -> Key.Value {
-        if reportsResolves { return try await valueReporting(at: slot, as: key, in: scope) }
-        return try await value(at: slot, as: key, in: scope, startsChain: true)
     }
 
     /// Resolves `slot` without suspending and reports it (out of line: only with resolve events on).
@@ -86,21 +75,6 @@ extension _GraphCore {
     ) throws -> Key.Value {
         let start = ContinuousClock.now
         return try reported(Result { try valueSynchronously(at: slot, as: key, in: scope) }, of: slot, since: start)
-    }
-
-    /// Resolves `slot` and reports it (out of line: only with resolve events on).
-    @usableFromInline
-    nonisolated(nonsending) func valueReporting<Key: ServiceKey>(
-        at slot: Int,
-        as key: Key.Type,
-        in scope: ServiceScope?
-    ) async throws -> Key.Value {
-        let start = ContinuousClock.now
-        let result: Result<Key.Value, any Error>
-        do { result = .success(try await value(at: slot, as: key, in: scope, startsChain: true)) } catch {
-            result = .failure(error)
-        }
-        return try reported(result, of: slot, since: start)
     }
 
     /// Sends the ``ServiceGraphEvent/Kind/resolved`` event of a resolve of `slot` and hands on its result.

@@ -145,7 +145,7 @@ extension _GraphCore {
         func madeSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type, depth: Int) throws -> Value {
             guard buffers.lifetimes[slot] == .transient else {
                 // An empty singleton slot is seen only by a factory a failed build abandoned (see
-                // `_GraphCore.value(at:as:in:startsChain:)`): the same cancellation on every path.
+                // `_GraphCore.awaitedBox(at:in:)`): the same cancellation on every path.
                 if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
                 throw core.requiresAwaitError(slot)
             }
@@ -272,18 +272,17 @@ extension _GraphCore {
         return try await factory(at: slot).makeBox(&resolver)
     }
 
-    /// Makes a new instance of the transient at `slot`, a `Value`, awaiting its dependencies.
-    @inlinable
-    nonisolated(nonsending) func makeTransient<Value: Sendable>(
-        at slot: Int,
-        in scope: ServiceScope?
-    ) async throws -> Value {
+    /// Makes a new instance of the transient at `slot`, awaiting its dependencies, and holds it as the
+    /// graph does (see ``_AnyBox``).
+    ///
+    /// Not generic, so that what crosses suspension points is a reference whatever the value's type:
+    /// with Swift 6.3, a value of 16-byte alignment returned through the task-local scope of
+    /// ``_GraphCore/boxAwaiting(at:in:)``, in code specialized in the client, made release
+    /// builds abort in the task allocator ("freed pointer was not the last allocation").
+    @usableFromInline
+    nonisolated(nonsending) func transientBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
         do {
-            let prepared = try await preparedDependencies(of: slot, in: scope)
-            // The resolver does not retain what is prepared.
-            defer { withExtendedLifetime(prepared) {} }
-            var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot, prepared: prepared)
-            return _unsafeValue(of: try await factory(at: slot).makeBox(&resolver), as: Value.self)
+            return try await makeBox(at: slot, in: scope)
         } catch {
             throw failure(error, at: slot)
         }
@@ -317,12 +316,10 @@ extension _GraphCore {
     nonisolated(nonsending) func dependencyBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
         switch lifetime(of: slot) {
         case .transient:
+            guard resolvesSynchronously(slot) else { return try await transientBox(at: slot, in: scope) }
             do {
-                if resolvesSynchronously(slot) {
-                    var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
-                    return try factory(at: slot).makeBoxSynchronously(&resolver)
-                }
-                return try await makeBox(at: slot, in: scope)
+                var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
+                return try factory(at: slot).makeBoxSynchronously(&resolver)
             } catch {
                 throw failure(error, at: slot)
             }
@@ -331,7 +328,7 @@ extension _GraphCore {
             return try await scope._instanceBox(at: slot)
         case .singleton:
             if let box = buffers.singletons[slot] { return box.takeUnretainedValue() }
-            // See `value(at:as:in:startsChain:)`: only a factory a failed build abandoned gets here.
+            // See `awaitedBox(at:in:)`: only a factory a failed build abandoned gets here.
             throw CancellationError()
         }
     }
