@@ -5,31 +5,12 @@ import Testing
 // The asynchronous path awaits a factory's non-singleton dependencies into prepared values and then runs
 // the synchronous thunk: values, order, error paths, cancellation and reentrancy through it.
 
-private final class RATracked: Sendable {
-    static let live = Atomic<Int>(0)
-    let id: Int
-    init(_ id: Int) {
-        self.id = id
-        Self.live.add(1, ordering: .relaxed)
-    }
-    deinit { Self.live.subtract(1, ordering: .relaxed) }
-}
+private let preparedInstances = LiveCounter()
 
 private final class RACounter: Sendable {
     private let value = Atomic<Int>(0)
     func next() -> Int { value.add(1, ordering: .relaxed).newValue }
     var count: Int { value.load(ordering: .relaxed) }
-}
-
-private final class RACaptured<Target: AnyObject & Sendable>: Sendable {
-    private let target = Locked<Target?>(nil)
-    func fill(_ value: Target?) { target.withLock { $0 = value } }
-    var value: Target {
-        get throws {
-            guard let value = target.withLock({ $0 }) else { throw TestFailure("not filled in yet") }
-            return value
-        }
-    }
 }
 
 /// Resumes after `milliseconds`, whatever the waiting task's cancellation.
@@ -43,20 +24,20 @@ private func uncancellableWait(milliseconds: Int) async {
 }
 
 private enum RA {
-    enum X: ServiceKey { typealias Value = RATracked }
-    enum A: ServiceKey { typealias Value = RATracked }
+    enum X: ServiceKey { typealias Value = LiveInstance }
+    enum A: ServiceKey { typealias Value = LiveInstance }
     enum B: ServiceKey { typealias Value = SIMD4<Double> }
     enum S2: ServiceKey { typealias Value = String }
     enum F: ServiceKey { typealias Value = Int }
     enum G: ServiceKey { typealias Value = Int }
-    enum Single: ServiceKey { typealias Value = RATracked }
-    enum AsyncSingle: ServiceKey { typealias Value = RATracked }
+    enum Single: ServiceKey { typealias Value = LiveInstance }
+    enum AsyncSingle: ServiceKey { typealias Value = LiveInstance }
     enum T: ServiceKey { typealias Value = Int }
-    enum U: ServiceKey { typealias Value = RATracked }
+    enum U: ServiceKey { typealias Value = LiveInstance }
     enum Pair: ServiceKey { typealias Value = [Int] }
-    enum Fails: ServiceKey { typealias Value = RATracked }
-    enum Slow: ServiceKey { typealias Value = RATracked }
-    enum Scoped: ServiceKey { typealias Value = RATracked }
+    enum Fails: ServiceKey { typealias Value = LiveInstance }
+    enum Slow: ServiceKey { typealias Value = LiveInstance }
+    enum Scoped: ServiceKey { typealias Value = LiveInstance }
     enum Reader: ServiceKey { typealias Value = Int }
 }
 
@@ -66,8 +47,12 @@ struct PreparedDependencyTests {
     /// names every service on the way, whichever path made each.
     @Test func theErrorPathNamesEveryServiceThroughScopedAndTransientLinks() async throws {
         var builder = ServiceGraph.Builder()
-        builder.provide(RA.X.self, lifetime: .scoped, dependsOn: RA.A.self) { _ in RATracked(0) }
-        builder.provide(RA.A.self, lifetime: .transient, dependsOn: RA.B.self) { _ async in RATracked(1) }
+        builder.provide(RA.X.self, lifetime: .scoped, dependsOn: RA.A.self) { _ in
+            LiveInstance(0, in: preparedInstances)
+        }
+        builder.provide(RA.A.self, lifetime: .transient, dependsOn: RA.B.self) { _ async in
+            LiveInstance(1, in: preparedInstances)
+        }
         builder.provide(RA.B.self, lifetime: .transient, dependsOn: RA.S2.self) { _ in .zero }
         builder.provide(RA.S2.self, lifetime: .scoped, dependsOn: RA.F.self) { f async in "\(f)" }
         builder.provide(RA.F.self, lifetime: .transient, dependsOn: RA.G.self) { $0 }
@@ -110,17 +95,17 @@ struct PreparedDependencyTests {
 
     /// Asynchronous factories depending on transients that depend on asynchronous factories.
     @Test func asyncFactoriesThroughTransientsThroughAsyncFactories() async throws {
-        let before = RATracked.live.load(ordering: .relaxed)
+        let before = preparedInstances.count
         let madeU = RACounter()
         do {
             var builder = ServiceGraph.Builder()
             builder.provide(RA.AsyncSingle.self) { () async in
                 await Task.yield()
-                return RATracked(100)
+                return LiveInstance(100, in: preparedInstances)
             }
             builder.provide(RA.U.self, lifetime: .transient, dependsOn: RA.AsyncSingle.self) { s async in
                 await Task.yield()
-                return RATracked(s.id + madeU.next())
+                return LiveInstance(s.id + madeU.next(), in: preparedInstances)
             }
             builder.provide(RA.T.self, lifetime: .transient, dependsOn: RA.U.self, RA.AsyncSingle.self) { u, s in
                 u.id * 1000 + s.id
@@ -130,10 +115,10 @@ struct PreparedDependencyTests {
                 u,
                 s async in
                 await Task.yield()
-                return RATracked(t + u.id + s.id)
+                return LiveInstance(t + u.id + s.id, in: preparedInstances)
             }
             builder.provide(RA.Scoped.self, lifetime: .scoped, dependsOn: RA.T.self, RA.X.self, RA.U.self) { t, x, u in
-                RATracked(t * 7 + x.id + u.id)
+                LiveInstance(t * 7 + x.id + u.id, in: preparedInstances)
             }
             let graph = try await builder.build()
             let scope = try graph.makeScope()
@@ -146,7 +131,7 @@ struct PreparedDependencyTests {
             try await scope.close()
             try await graph.shutdown()
         }
-        #expect(RATracked.live.load(ordering: .relaxed) == before)
+        #expect(preparedInstances.count == before)
     }
 
     /// The same transient declared twice gets two instances, in declaration order.
@@ -168,23 +153,23 @@ struct PreparedDependencyTests {
 
     /// A dependency that throws after others were prepared releases what was prepared, once.
     @Test func aFailureAfterPreparedDependenciesReleasesThem() async throws {
-        let before = RATracked.live.load(ordering: .relaxed)
+        let before = preparedInstances.count
         do {
             var builder = ServiceGraph.Builder()
-            builder.provide(RA.U.self, lifetime: .transient) { () async in RATracked(1) }
-            builder.provide(RA.Scoped.self, lifetime: .scoped) { RATracked(2) }
-            builder.provide(RA.Fails.self, lifetime: .transient) { () async throws -> RATracked in
+            builder.provide(RA.U.self, lifetime: .transient) { () async in LiveInstance(1, in: preparedInstances) }
+            builder.provide(RA.Scoped.self, lifetime: .scoped) { LiveInstance(2, in: preparedInstances) }
+            builder.provide(RA.Fails.self, lifetime: .transient) { () async throws -> LiveInstance in
                 throw TestFailure("refused")
             }
             builder.provide(RA.X.self, lifetime: .scoped, dependsOn: RA.U.self, RA.Scoped.self, RA.Fails.self) {
                 _,
                 _,
-                _ in RATracked(3)
+                _ in LiveInstance(3, in: preparedInstances)
             }
             builder.provide(RA.A.self, lifetime: .transient, dependsOn: RA.U.self, RA.Scoped.self, RA.Fails.self) {
                 _,
                 _,
-                _ async in RATracked(4)
+                _ async in LiveInstance(4, in: preparedInstances)
             }
             let graph = try await builder.build()
             for _ in 0..<50 {
@@ -195,20 +180,21 @@ struct PreparedDependencyTests {
             }
             try await graph.shutdown()
         }
-        #expect(RATracked.live.load(ordering: .relaxed) == before)
+        #expect(preparedInstances.count == before)
     }
 
     /// Cancelling the resolving task while a later dependency is awaited releases the earlier ones.
     @Test func cancellationWhilePreparingReleasesWhatWasPrepared() async throws {
-        let before = RATracked.live.load(ordering: .relaxed)
+        let before = preparedInstances.count
         do {
             var builder = ServiceGraph.Builder()
-            builder.provide(RA.U.self, lifetime: .transient) { () async in RATracked(1) }
-            builder.provide(RA.Slow.self, lifetime: .transient) { () async throws -> RATracked in
+            builder.provide(RA.U.self, lifetime: .transient) { () async in LiveInstance(1, in: preparedInstances) }
+            builder.provide(RA.Slow.self, lifetime: .transient) { () async throws -> LiveInstance in
                 try await Task.sleep(for: .seconds(30))
-                return RATracked(2)
+                return LiveInstance(2, in: preparedInstances)
             }
-            builder.provide(RA.A.self, lifetime: .transient, dependsOn: RA.U.self, RA.Slow.self) { _, _ in RATracked(3)
+            builder.provide(RA.A.self, lifetime: .transient, dependsOn: RA.U.self, RA.Slow.self) { _, _ in
+                LiveInstance(3, in: preparedInstances)
             }
             let graph = try await builder.build()
             for _ in 0..<20 {
@@ -223,19 +209,21 @@ struct PreparedDependencyTests {
             }
             try await graph.shutdown()
         }
-        #expect(RATracked.live.load(ordering: .relaxed) == before)
+        #expect(preparedInstances.count == before)
     }
 
     /// A factory whose dependency's factory asks the scope for the instance being made is refused, and
     /// the error names the chain.
     @Test func reentryThroughAPreparedTransientIsRefused() async throws {
-        let captured = RACaptured<ServiceScope>()
+        let captured = Captured<ServiceScope>()
         var builder = ServiceGraph.Builder()
-        builder.provide(RA.U.self, lifetime: .transient) { () async throws -> RATracked in
+        builder.provide(RA.U.self, lifetime: .transient) { () async throws -> LiveInstance in
             _ = try await captured.value.resolve(RA.Scoped.self)
-            return RATracked(1)
+            return LiveInstance(1, in: preparedInstances)
         }
-        builder.provide(RA.Scoped.self, lifetime: .scoped, dependsOn: RA.U.self) { _ in RATracked(2) }
+        builder.provide(RA.Scoped.self, lifetime: .scoped, dependsOn: RA.U.self) { _ in
+            LiveInstance(2, in: preparedInstances)
+        }
         let graph = try await builder.build()
         let scope = try graph.makeScope()
         captured.fill(scope)
@@ -255,15 +243,17 @@ struct PreparedDependencyTests {
     /// Many tasks read a scoped service through asynchronous transients, while others make the scope's
     /// instances: one instance, every reader sees it.
     @Test func concurrentReadersOfAScopedDependencyThroughPreparedValues() async throws {
-        let before = RATracked.live.load(ordering: .relaxed)
+        let before = preparedInstances.count
         let made = RACounter()
         do {
             var builder = ServiceGraph.Builder()
             builder.provide(RA.Scoped.self, lifetime: .scoped) { () async in
                 await Task.yield()
-                return RATracked(made.next())
+                return LiveInstance(made.next(), in: preparedInstances)
             }
-            builder.provide(RA.U.self, lifetime: .transient, dependsOn: RA.Scoped.self) { s async in RATracked(s.id) }
+            builder.provide(RA.U.self, lifetime: .transient, dependsOn: RA.Scoped.self) { s async in
+                LiveInstance(s.id, in: preparedInstances)
+            }
             builder.provide(RA.Reader.self, lifetime: .transient, dependsOn: RA.U.self, RA.Scoped.self) { u, s in
                 u.id == s.id ? s.id : -1
             }
@@ -279,25 +269,25 @@ struct PreparedDependencyTests {
             }
             try await graph.shutdown()
         }
-        #expect(RATracked.live.load(ordering: .relaxed) == before)
+        #expect(preparedInstances.count == before)
     }
 
     /// A scoped factory that times out keeps running; the scope closes and releases its instances while
     /// the abandoned factory still holds one of them as a prepared value.
     @Test func anAbandonedScopedFactoryKeepsItsPreparedScopedDependency() async throws {
-        let before = RATracked.live.load(ordering: .relaxed)
+        let before = preparedInstances.count
         let seen = Locked<Int?>(nil)
         do {
             var builder = ServiceGraph.Builder()
             builder.factoryTimeout = .milliseconds(50)
-            builder.provide(RA.Scoped.self, lifetime: .scoped) { RATracked(7) }
-            builder.provide(RA.Slow.self, lifetime: .transient) { () async -> RATracked in
+            builder.provide(RA.Scoped.self, lifetime: .scoped) { LiveInstance(7, in: preparedInstances) }
+            builder.provide(RA.Slow.self, lifetime: .transient) { () async -> LiveInstance in
                 await uncancellableWait(milliseconds: 300)
-                return RATracked(8)
+                return LiveInstance(8, in: preparedInstances)
             }
             builder.provide(RA.X.self, lifetime: .scoped, dependsOn: RA.Scoped.self, RA.Slow.self) { s, slow async in
                 seen.withLock { $0 = s.id }
-                return RATracked(s.id + slow.id)
+                return LiveInstance(s.id + slow.id, in: preparedInstances)
             }
             let graph = try await builder.build()
             do {
@@ -310,17 +300,17 @@ struct PreparedDependencyTests {
             try await graph.shutdown()
         }
         #expect(seen.withLock { $0 } == 7)
-        #expect(RATracked.live.load(ordering: .relaxed) == before)
+        #expect(preparedInstances.count == before)
     }
 
     /// A child graph runs the parent's transient factories with its own dependencies, on the
     /// asynchronous path too.
     @Test func childGraphRunsInheritedFactoriesOnThePreparedPath() async throws {
         var builder = ServiceGraph.Builder()
-        builder.provide(RA.Single.self) { RATracked(1) }
+        builder.provide(RA.Single.self) { LiveInstance(1, in: preparedInstances) }
         builder.provide(RA.G.self, lifetime: .transient) { 10 }
         builder.provide(RA.U.self, lifetime: .transient, dependsOn: RA.Single.self, RA.G.self) { s, g async in
-            RATracked(s.id + g)
+            LiveInstance(s.id + g, in: preparedInstances)
         }
         let parent = try await builder.build()
         var child = parent.makeChildBuilder()

@@ -25,20 +25,6 @@ private final class GreedyHooks: LifecycleHooks, Sendable {
     func willRemove() async throws {}
 }
 
-/// A graph or scope, filled in after it exists, for factories that reach back into it.
-private final class Captured<Target: AnyObject & Sendable>: Sendable {
-    private let target = Locked<Target?>(nil)
-
-    func fill(_ value: Target?) { target.withLock { $0 = value } }
-
-    var value: Target {
-        get throws {
-            guard let value = target.withLock({ $0 }) else { throw TestFailure("not filled in yet") }
-            return value
-        }
-    }
-}
-
 /// Counts a factory's calls and stops a runaway recursion long before it could exhaust the stack, so a
 /// missed re-entry fails the test instead of crashing it.
 private final class Guard: Sendable {

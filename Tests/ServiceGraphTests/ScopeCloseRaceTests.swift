@@ -1,21 +1,12 @@
 import ServiceGraph
-import Synchronization
 import Testing
 
-private final class RCObj: Sendable {
-    static let live = Atomic<Int>(0)
-    let id: Int
-    init(_ id: Int) {
-        self.id = id
-        Self.live.add(1, ordering: .relaxed)
-    }
-    deinit { Self.live.subtract(1, ordering: .relaxed) }
-}
+private let raceInstances = LiveCounter()
 private struct RCValue: Sendable {
-    var obj: RCObj
+    var obj: LiveInstance
     var n: Int
 }
-private enum RCScopedObj: ServiceKey { typealias Value = RCObj }
+private enum RCScopedObj: ServiceKey { typealias Value = LiveInstance }
 private enum RCScopedValue: ServiceKey { typealias Value = RCValue }
 private enum RCTransient: ServiceKey { typealias Value = RCValue }
 
@@ -24,12 +15,12 @@ struct ScopeCloseRaceTests {
     /// Resolves that read scoped instances through prepared values race the scope's close: each
     /// resolve gets consistent values or `scopeClosed`, and every instance is released once.
     @Test func closeRacesResolvesThroughPreparedValues() async throws {
-        let before = RCObj.live.load(ordering: .relaxed)
+        let before = raceInstances.count
         do {
             var builder = ServiceGraph.Builder()
             builder.provide(RCScopedObj.self, lifetime: .scoped) { () async in
                 await Task.yield()
-                return RCObj(1)
+                return LiveInstance(1, in: raceInstances)
             }
             builder.provide(RCScopedValue.self, lifetime: .scoped, dependsOn: RCScopedObj.self) { o in
                 RCValue(obj: o, n: 2)
@@ -66,6 +57,6 @@ struct ScopeCloseRaceTests {
             }
             try await graph.shutdown()
         }
-        #expect(RCObj.live.load(ordering: .relaxed) == before)
+        #expect(raceInstances.count == before)
     }
 }

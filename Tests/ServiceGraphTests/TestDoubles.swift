@@ -21,6 +21,41 @@ final class Locked<State>: @unchecked Sendable {
 }
 
 /// A thread-safe, ordered log of events, shared by the doubles of one test.
+/// How many ``LiveInstance``s made with it are alive. Each suite that checks for leaks or double
+/// releases keeps its own, so that suites running in parallel do not count each other's instances.
+final class LiveCounter: Sendable {
+    private let live = Atomic<Int>(0)
+    var count: Int { live.load(ordering: .relaxed) }
+    fileprivate func add(_ delta: Int) { live.add(delta, ordering: .relaxed) }
+}
+
+/// An object that counts itself in a ``LiveCounter`` while it exists: a value that holds one shows
+/// whether the graph released it, and released it once.
+final class LiveInstance: Sendable {
+    let id: Int
+    private let counter: LiveCounter
+    init(_ id: Int, in counter: LiveCounter) {
+        self.id = id
+        self.counter = counter
+        counter.add(1)
+    }
+    deinit { counter.add(-1) }
+}
+
+/// A graph or scope, filled in after it exists, for factories that reach back into it.
+final class Captured<Target: AnyObject & Sendable>: Sendable {
+    private let target = Locked<Target?>(nil)
+
+    func fill(_ value: Target?) { target.withLock { $0 = value } }
+
+    var value: Target {
+        get throws {
+            guard let value = target.withLock({ $0 }) else { throw TestFailure("not filled in yet") }
+            return value
+        }
+    }
+}
+
 final class EventLog: Sendable {
     private let entries = Locked<[String]>([])
 

@@ -1,24 +1,15 @@
 import ServiceGraph
-import Synchronization
 import Testing
 
 // Values of unusual layouts through every lifetime and both paths, with keys generic over the value
 // type: registered and read from specialized code, and registered from code that stays generic (so
 // the layout's `is AnyObject.Type` answer is the runtime's) and read from specialized code.
 
-private final class RLTracked: Sendable {
-    static let live = Atomic<Int>(0)
-    let id: Int
-    init(_ id: Int) {
-        self.id = id
-        Self.live.add(1, ordering: .relaxed)
-    }
-    deinit { Self.live.subtract(1, ordering: .relaxed) }
-}
+private let layoutInstances = LiveCounter()
 
 private class RLBase: @unchecked Sendable {
-    let tracked: RLTracked
-    init(_ id: Int) { tracked = RLTracked(id) }
+    let tracked: LiveInstance
+    init(_ id: Int) { tracked = LiveInstance(id, in: layoutInstances) }
     func kind() -> String { "base" }
 }
 private final class RLDerived: RLBase, @unchecked Sendable {
@@ -29,16 +20,16 @@ private final class RLGeneric<T: Sendable>: Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
-private protocol RLNamed: AnyObject, Sendable { var tracked: RLTracked { get } }
+private protocol RLNamed: AnyObject, Sendable { var tracked: LiveInstance { get } }
 private final class RLPerson: RLNamed {
-    let tracked: RLTracked
-    init(_ id: Int) { tracked = RLTracked(id) }
+    let tracked: LiveInstance
+    init(_ id: Int) { tracked = LiveInstance(id, in: layoutInstances) }
 }
 private protocol RLPlain: Sendable { var n: Int { get } }
 private struct RLPlainBig: RLPlain {
     var n: Int
     var pad = SIMD8<Double>(repeating: 7)
-    var tracked: RLTracked
+    var tracked: LiveInstance
 }
 @_alignment(16) private struct RLZeroAligned: Sendable {}
 private struct RLEmpty: Sendable {}
@@ -46,12 +37,12 @@ private struct RLLarge: Sendable {
     var a: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int)
     var b: (Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int, Int)
     var s: String
-    var t: RLTracked
+    var t: LiveInstance
     var v: SIMD16<Float>
 }
 private enum RLPayload: Sendable {
-    case object(RLTracked)
-    case vector(SIMD4<Double>, RLTracked)
+    case object(LiveInstance)
+    case vector(SIMD4<Double>, LiveInstance)
     case none
 }
 
@@ -186,7 +177,7 @@ private func exercise<T: Sendable>(
     make: @escaping @Sendable (Int) -> T,
     check: @escaping @Sendable (T) -> Bool
 ) async throws {
-    let before = RLTracked.live.load(ordering: .relaxed)
+    let before = layoutInstances.count
     for (specializedRegistration, specializedRead) in [(true, true), (false, true), (true, false), (false, false)] {
         do {
             var builder = ServiceGraph.Builder()
@@ -208,7 +199,7 @@ private func exercise<T: Sendable>(
             try await graph.shutdown()
         }
         #expect(
-            RLTracked.live.load(ordering: .relaxed) == before,
+            layoutInstances.count == before,
             "\(T.self) leaked or over-released",
             sourceLocation: sourceLocation
         )
@@ -218,7 +209,11 @@ private func exercise<T: Sendable>(
 @Suite("Unusual value layouts on every path", .serialized)
 struct ValueLayoutMatrixTests {
     @Test func finalClass() async throws {
-        try await exercise(RLTracked.self, make: { RLTracked($0) }, check: { (1...6).contains($0.id) })
+        try await exercise(
+            LiveInstance.self,
+            make: { LiveInstance($0, in: layoutInstances) },
+            check: { (1...6).contains($0.id) }
+        )
     }
 
     @Test func nonFinalClassHoldingASubclassInstance() async throws {
@@ -239,12 +234,16 @@ struct ValueLayoutMatrixTests {
 
     @Test func optionalOfAClass() async throws {
         try await exercise(
-            RLTracked?.self,
-            make: { RLTracked($0) },
+            LiveInstance?.self,
+            make: { LiveInstance($0, in: layoutInstances) },
             check: { $0.map { (1...6).contains($0.id) } ?? false }
         )
-        try await exercise(RLTracked?.self, make: { _ in nil }, check: { $0 == nil })
-        try await exercise(RLTracked??.self, make: { .some(RLTracked($0)) }, check: { $0??.id != nil })
+        try await exercise(LiveInstance?.self, make: { _ in nil }, check: { $0 == nil })
+        try await exercise(
+            LiveInstance??.self,
+            make: { .some(LiveInstance($0, in: layoutInstances)) },
+            check: { $0??.id != nil }
+        )
     }
 
     @Test func classBoundExistential() async throws {
@@ -254,23 +253,23 @@ struct ValueLayoutMatrixTests {
     @Test func anyObjectExistential() async throws {
         try await exercise(
             (any AnyObject & Sendable).self,
-            make: { RLTracked($0) },
-            check: { ($0 as? RLTracked).map { (1...6).contains($0.id) } ?? false }
+            make: { LiveInstance($0, in: layoutInstances) },
+            check: { ($0 as? LiveInstance).map { (1...6).contains($0.id) } ?? false }
         )
     }
 
     @Test func anySendableHoldingAClass() async throws {
         try await exercise(
             (any Sendable).self,
-            make: { RLTracked($0) },
-            check: { ($0 as? RLTracked).map { (1...6).contains($0.id) } ?? false }
+            make: { LiveInstance($0, in: layoutInstances) },
+            check: { ($0 as? LiveInstance).map { (1...6).contains($0.id) } ?? false }
         )
     }
 
     @Test func nonClassExistentialOutOfLine() async throws {
         try await exercise(
             (any RLPlain).self,
-            make: { RLPlainBig(n: $0, tracked: RLTracked($0)) },
+            make: { RLPlainBig(n: $0, tracked: LiveInstance($0, in: layoutInstances)) },
             check: { ($0 as? RLPlainBig).map { $0.pad == SIMD8(repeating: 7) && $0.tracked.id == $0.n } ?? false }
         )
     }
@@ -302,7 +301,7 @@ struct ValueLayoutMatrixTests {
                     a: (n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n),
                     b: (n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, -n),
                     s: String(repeating: "x", count: 100 + n),
-                    t: RLTracked(n),
+                    t: LiveInstance(n, in: layoutInstances),
                     v: SIMD16(repeating: Float(n))
                 )
             },
@@ -317,7 +316,9 @@ struct ValueLayoutMatrixTests {
         try await exercise(
             RLPayload.self,
             make: { n in
-                n.isMultiple(of: 2) ? .object(RLTracked(n)) : .vector(SIMD4(repeating: Double(n)), RLTracked(n))
+                n.isMultiple(of: 2)
+                    ? .object(LiveInstance(n, in: layoutInstances))
+                    : .vector(SIMD4(repeating: Double(n)), LiveInstance(n, in: layoutInstances))
             },
             check: {
                 switch $0 {
@@ -335,8 +336,8 @@ struct ValueLayoutMatrixTests {
     #if DEBUG
     @Test func tuples() async throws {
         try await exercise(
-            (Int8, SIMD4<Double>, RLTracked).self,
-            make: { (Int8($0), SIMD4(repeating: Double($0)), RLTracked($0)) },
+            (Int8, SIMD4<Double>, LiveInstance).self,
+            make: { (Int8($0), SIMD4(repeating: Double($0)), LiveInstance($0, in: layoutInstances)) },
             check: { Int($0.0) == $0.2.id && Int($0.1.w) == $0.2.id }
         )
     }
@@ -346,7 +347,7 @@ struct ValueLayoutMatrixTests {
         try await exercise(
             (@Sendable () -> Int).self,
             make: { n in
-                let t = RLTracked(n)
+                let t = LiveInstance(n, in: layoutInstances)
                 return { t.id }
             },
             check: { (1...6).contains($0()) }
@@ -354,7 +355,7 @@ struct ValueLayoutMatrixTests {
     }
 
     @Test func metatypes() async throws {
-        try await exercise(RLTracked.Type.self, make: { _ in RLTracked.self }, check: { $0 == RLTracked.self })
+        try await exercise(LiveInstance.Type.self, make: { _ in LiveInstance.self }, check: { $0 == LiveInstance.self })
     }
 
     /// A chain of 80 synchronous transients of the same value type (past the recursion limit, so the

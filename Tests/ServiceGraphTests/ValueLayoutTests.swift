@@ -1,5 +1,4 @@
 import ServiceGraph
-import Synchronization
 import Testing
 
 // The graph keeps every instance in one kind of box, whatever its type, and knows the value's layout
@@ -8,23 +7,14 @@ import Testing
 // that each is read back intact and deinitialized exactly once, and that a factory that throws leaves
 // nothing behind to deinitialize.
 
-/// Counts live instances, so a test sees a value's contents released (or not released twice).
-private final class Tracked: Sendable {
-    static let live = Atomic<Int>(0)
-    let id: Int
-    init(_ id: Int) {
-        self.id = id
-        Self.live.add(1, ordering: .relaxed)
-    }
-    deinit { Self.live.subtract(1, ordering: .relaxed) }
-}
+private let trackedInstances = LiveCounter()
 
 private protocol Shape: Sendable { var corners: Int { get } }
 /// Larger than an existential's inline buffer, so `any Shape` holds it out of line.
 private struct Polygon: Shape {
     var corners: Int
     var a = 1, b = 2, c = 3, d = 4
-    let owner: Tracked
+    let owner: LiveInstance
 }
 private protocol Named: AnyObject, Sendable { var name: String { get } }
 private final class Person: Named { let name = "ada" }
@@ -33,7 +23,7 @@ private final class Person: Named { let name = "ada" }
 private struct Wide: Sendable {
     var vector: SIMD4<Double>
     var label: String
-    var tracked: Tracked
+    var tracked: LiveInstance
 }
 private struct Empty: Sendable {}
 
@@ -50,8 +40,8 @@ private enum ShapeKey: ServiceKey { typealias Value = any Shape }
 private enum NamedKey: ServiceKey { typealias Value = any Named }
 private enum WideKey: ServiceKey { typealias Value = Wide }
 private enum EmptyKey: ServiceKey { typealias Value = Empty }
-private enum OptionalKey: ServiceKey { typealias Value = Tracked? }
-private enum TupleKey: ServiceKey { typealias Value = (Int, String, Tracked) }
+private enum OptionalKey: ServiceKey { typealias Value = LiveInstance? }
+private enum TupleKey: ServiceKey { typealias Value = (Int, String, LiveInstance) }
 private enum WideTransient: ServiceKey { typealias Value = Wide }
 private enum ShapeScoped: ServiceKey { typealias Value = any Shape }
 private enum WideAsync: ServiceKey { typealias Value = Wide }
@@ -65,25 +55,25 @@ struct ValueLayoutTests {
         var builder = ServiceGraph.Builder()
         builder.provide(PlainInt.self) { 42 }
         builder.provide(PlainString.self, dependsOn: PlainInt.self) { "n=\($0)" }
-        builder.provide(ShapeKey.self) { Polygon(corners: 5, owner: Tracked(1)) }
+        builder.provide(ShapeKey.self) { Polygon(corners: 5, owner: LiveInstance(1, in: trackedInstances)) }
         builder.provide(NamedKey.self) { Person() }
         builder.provide(WideKey.self, dependsOn: PlainString.self) {
-            Wide(vector: SIMD4(1, 2, 3, 4), label: $0, tracked: Tracked(2))
+            Wide(vector: SIMD4(1, 2, 3, 4), label: $0, tracked: LiveInstance(2, in: trackedInstances))
         }
         builder.provide(EmptyKey.self) { Empty() }
-        builder.provide(OptionalKey.self) { Tracked(3) }
-        builder.provide(TupleKey.self) { (7, "seven", Tracked(4)) }
+        builder.provide(OptionalKey.self) { LiveInstance(3, in: trackedInstances) }
+        builder.provide(TupleKey.self) { (7, "seven", LiveInstance(4, in: trackedInstances)) }
         builder.provide(WideTransient.self, lifetime: .transient, dependsOn: WideKey.self, ShapeKey.self) {
             wide,
             shape in
-            Wide(vector: wide.vector * 2, label: "\(shape.corners)", tracked: Tracked(5))
+            Wide(vector: wide.vector * 2, label: "\(shape.corners)", tracked: LiveInstance(5, in: trackedInstances))
         }
         builder.provide(ShapeScoped.self, lifetime: .scoped, dependsOn: WideTransient.self) { wide in
-            Polygon(corners: Int(wide.vector[3]), owner: Tracked(6))
+            Polygon(corners: Int(wide.vector[3]), owner: LiveInstance(6, in: trackedInstances))
         }
         builder.provide(WideAsync.self, dependsOn: TupleKey.self) { tuple async in
             await Task.yield()
-            return Wide(vector: SIMD4(repeating: 9), label: tuple.1, tracked: Tracked(7))
+            return Wide(vector: SIMD4(repeating: 9), label: tuple.1, tracked: LiveInstance(7, in: trackedInstances))
         }
         builder.provide(
             Summary.self,
@@ -125,7 +115,7 @@ struct ValueLayoutTests {
     }
 
     @Test func everyValueIsDeinitializedOnceWhenReleased() async throws {
-        let before = Tracked.live.load(ordering: .relaxed)
+        let before = trackedInstances.count
         do {
             let graph = try await builder().build()
             for _ in 0..<3 {
@@ -135,17 +125,19 @@ struct ValueLayoutTests {
                 try await scope.close()
             }
             // Singletons alive: one tracked instance each in the shape, wide, optional, tuple and async.
-            #expect(Tracked.live.load(ordering: .relaxed) - before == 5)
+            #expect(trackedInstances.count - before == 5)
             try await graph.shutdown()
         }
-        #expect(Tracked.live.load(ordering: .relaxed) == before)
+        #expect(trackedInstances.count == before)
     }
 
     @Test func aFactoryThatThrowsLeavesNothingToDeinitialize() async throws {
         struct Refused: Error {}
-        let before = Tracked.live.load(ordering: .relaxed)
+        let before = trackedInstances.count
         var builder = ServiceGraph.Builder()
-        builder.provide(WideKey.self) { Wide(vector: .zero, label: "ok", tracked: Tracked(1)) }
+        builder.provide(WideKey.self) {
+            Wide(vector: .zero, label: "ok", tracked: LiveInstance(1, in: trackedInstances))
+        }
         builder.provide(FailingWide.self, lifetime: .transient, dependsOn: WideKey.self) { _ in throw Refused() }
         builder.provide(ShapeScoped.self, lifetime: .scoped, dependsOn: FailingWide.self) { wide in
             Polygon(corners: 1, owner: wide.tracked)
@@ -159,17 +151,19 @@ struct ValueLayoutTests {
                 try await scope.close()
             }
             // Only the singleton is alive: nothing the failed factories started was kept.
-            #expect(Tracked.live.load(ordering: .relaxed) - before == 1)
+            #expect(trackedInstances.count - before == 1)
             try await graph.shutdown()
         }
-        #expect(Tracked.live.load(ordering: .relaxed) == before)
+        #expect(trackedInstances.count == before)
 
         // A singleton whose factory throws fails the build, which releases what it made.
         var failing = ServiceGraph.Builder()
-        failing.provide(WideKey.self) { Wide(vector: .zero, label: "ok", tracked: Tracked(1)) }
+        failing.provide(WideKey.self) {
+            Wide(vector: .zero, label: "ok", tracked: LiveInstance(1, in: trackedInstances))
+        }
         failing.provide(FailingWide.self, dependsOn: WideKey.self) { _ in throw Refused() }
         await #expect(throws: ServiceGraphError.self) { _ = try await failing.build() }
-        #expect(Tracked.live.load(ordering: .relaxed) == before)
+        #expect(trackedInstances.count == before)
     }
 
     @Test func aValueTypeWithHooksHasThemCalled() async throws {
