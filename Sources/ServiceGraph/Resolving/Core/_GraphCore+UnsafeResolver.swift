@@ -162,6 +162,10 @@ extension _GraphCore {
         @usableFromInline
         func deepValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
             if let value = buffers.singleton(at: slot, as: Value.self) { return value }
+            // Only a factory a failed build abandoned sees an empty singleton slot (see
+            // `_GraphCore.awaitedBox(at:in:)`); it must not take a prepared value meant for another
+            // dependency.
+            if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
             let box = try prepared?.next() ?? valueIteratively(at: slot)
             return _unsafeValue(of: box, as: Value.self)
         }
