@@ -77,9 +77,10 @@ struct AsyncTransientAlignmentTests {
     }
 
     // Still aborts in release builds ("freed pointer was not the last allocation"), in the frame of the
-    // asynchronous factory closure itself, at its `await`: a defect open on the asynchronous provider
-    // path (a parameter-pack function type the closure is converted to), not yet fixed. Debug builds
-    // run it; release builds leave it out so that the rest of a release test run is not aborted.
+    // asynchronous factory closure itself, at its `await`: an open defect of the asynchronous provider
+    // path whose trigger is not known yet (a fixed-arity provider, without the parameter-pack
+    // conversion, aborts the same way). Debug builds run it; release builds leave it out so that the
+    // rest of a release test run is not aborted.
     #if DEBUG
     @Test func aTupleWithAVectorAndAnObject() async throws {
         let value = try await resolveAsyncTransient(TripleKey.self) { (7, SIMD4(repeating: 7), Payload(7)) }
