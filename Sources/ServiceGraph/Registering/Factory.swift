@@ -93,15 +93,8 @@ final class _AnyFactory: @unchecked Sendable {
     /// Runs the synchronous factory, and holds what it makes as the graph does (see ``_AnyBox``). Only
     /// called when ``isSynchronous`` is true.
     func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
-        if layout.isObject {
-            return try withUnsafeTemporaryAllocation(of: _AnyBox.self, capacity: 1) { buffer in
-                // Safety: a class instance is one strong reference, as an `_AnyBox` is; the thunk
-                // initializes it or throws without initializing it.
-                let address = buffer.baseAddress.unsafelyUnwrapped
-                try makeSynchronously(&resolver, UnsafeMutableRawPointer(address))
-                return address.move()
-            }
-        }
+        // Safety: a class instance is one strong reference, as an `_AnyBox` is.
+        if layout.isObject { return try make(&resolver, as: _AnyBox.self) }
         let box = _ValueBox.empty(for: layout)
         try makeSynchronously(&resolver, box.valueAddress)
         return box.initialized(with: layout)

@@ -88,12 +88,8 @@ final class _ValueBox: @unchecked Sendable {
     }
 
     deinit {
-        storage.withUnsafeMutablePointers { header, elements in
-            if let destroy = header.pointee.destroy {
-                destroy(UnsafeMutableRawPointer(elements).alignedUp(toMultipleOf: header.pointee.alignment))
-            }
-            header.deinitialize(count: 1)
-        }
+        if let destroy = storage.header.destroy { destroy(valueAddress) }
+        storage.withUnsafeMutablePointerToHeader { _ = $0.deinitialize(count: 1) }
     }
 }
 

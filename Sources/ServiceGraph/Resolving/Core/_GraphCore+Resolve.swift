@@ -41,19 +41,32 @@ extension _GraphCore {
         return try reported(result, of: slot, since: start)
     }
 
-    /// The instance at `slot`, awaiting asynchronous factories and scoped instances, where `resolve`
-    /// starts a chain.
+    /// The instance at `slot`, awaiting asynchronous factories and scoped instances: where `resolve`
+    /// starts a chain (`startsChain`), or a dependency a factory on the asynchronous path needs.
     ///
-    /// A transient starting a chain is made in its own entry of the task's ``_ResolutionTrail``; a
-    /// scope's creation task makes its own entry for a scoped instance. (A transient whose chain is
-    /// synchronous is made by `resolve` itself, as `resolveSynchronously` makes it, on the thread's
-    /// trail.)
-    private nonisolated(nonsending) func awaitedBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+    /// A transient starting a chain is made in its own entry of the task's ``_ResolutionTrail`` (one
+    /// whose chain is synchronous is made by `resolve` itself, as `resolveSynchronously` makes it, on
+    /// the thread's trail); a dependency whose chain is synchronous is made here without suspending. A
+    /// scope's creation task makes its own entry for a scoped instance.
+    nonisolated(nonsending) func awaitedBox(
+        at slot: Int,
+        in scope: ServiceScope?,
+        startsChain: Bool = true
+    ) async throws -> _AnyBox {
         if let box = buffers.singletons[slot] { return box.takeUnretainedValue() }
         switch lifetime(of: slot) {
         case .transient:
-            return try await _ResolutionTrail.current.withValue(try trail(entering: slot)) {
-                try await transientBox(at: slot, in: scope)
+            if startsChain {
+                return try await _ResolutionTrail.current.withValue(try trail(entering: slot)) {
+                    try await transientBox(at: slot, in: scope)
+                }
+            }
+            guard resolvesSynchronously(slot) else { return try await transientBox(at: slot, in: scope) }
+            do {
+                var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
+                return try factory(at: slot).makeBoxSynchronously(&resolver)
+            } catch {
+                throw failure(error, at: slot)
             }
         case .scoped:
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }

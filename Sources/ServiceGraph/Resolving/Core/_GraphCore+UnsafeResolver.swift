@@ -145,7 +145,7 @@ extension _GraphCore {
         func madeSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type, depth: Int) throws -> Value {
             guard buffers.lifetimes[slot] == .transient else {
                 // An empty singleton slot is seen only by a factory a failed build abandoned (see
-                // `_GraphCore.awaitedBox(at:in:)`): the same cancellation on every path.
+                // `_GraphCore.awaitedBox(at:in:startsChain:)`): the same cancellation on every path.
                 if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
                 throw core.requiresAwaitError(slot)
             }
@@ -163,7 +163,7 @@ extension _GraphCore {
         func deepValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
             if let value = buffers.singleton(at: slot, as: Value.self) { return value }
             // Only a factory a failed build abandoned sees an empty singleton slot (see
-            // `_GraphCore.awaitedBox(at:in:)`); it must not take a prepared value meant for another
+            // `_GraphCore.awaitedBox(at:in:startsChain:)`); it must not take a prepared value meant for another
             // dependency.
             if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
             let box = try prepared?.next() ?? valueIteratively(at: slot)
@@ -308,32 +308,11 @@ extension _GraphCore {
         for position in start..<end {
             let dependency = Int(buffers.dependencySlots[position])
             if buffers.singletons[dependency] != nil { continue }
-            let box = try await dependencyBox(at: dependency, in: scope)
+            let box = try await awaitedBox(at: dependency, in: scope, startsChain: false)
             if prepared == nil { prepared = _PreparedValues() }
             prepared?.boxes.append(box)
         }
         return prepared
     }
 
-    /// The value at `slot`, boxed, for a factory on the asynchronous path: a transient made (without
-    /// suspending if its chain is synchronous), a scoped instance from `scope`.
-    nonisolated(nonsending) func dependencyBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
-        switch lifetime(of: slot) {
-        case .transient:
-            guard resolvesSynchronously(slot) else { return try await transientBox(at: slot, in: scope) }
-            do {
-                var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
-                return try factory(at: slot).makeBoxSynchronously(&resolver)
-            } catch {
-                throw failure(error, at: slot)
-            }
-        case .scoped:
-            guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
-            return try await scope._instanceBox(at: slot)
-        case .singleton:
-            if let box = buffers.singletons[slot] { return box.takeUnretainedValue() }
-            // See `awaitedBox(at:in:)`: only a factory a failed build abandoned gets here.
-            throw CancellationError()
-        }
-    }
 }
