@@ -90,8 +90,7 @@ struct SingletonBuild {
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
             return .failure(error)
         }
-        let lifetimes = plan.lifetimes
-        core.releaseFactories { lifetimes[$0] == .singleton }
+        core.releaseSingletonFactories()
         core.events.send(ServiceGraphEvent(.buildFinished, duration: log.totalDuration))
         return .success(log)
     }
@@ -161,41 +160,45 @@ struct SingletonBuild {
             if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
             let slot = ready[nextReady]
             nextReady += 1
-            let factory = core.factory(at: slot)
-            guard factory.isSynchronous else {
+            // The factory is used in place, and the instance's hooks are looked for with a plain test:
+            // both are per-service costs of every build.
+            var hasHooks = false
+            let made: _AnyBox?
+            do {
+                made = try core.withFactory(at: slot) { factory in
+                    guard factory.isSynchronous else { return nil }
+                    let box = try core.makeBoxSynchronously(at: slot, with: factory)
+                    hasHooks = factory.hasHooks(box)
+                    return box
+                }
+            } catch {
+                problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
+                continue
+            }
+            guard let box = made else {
                 running[slot] = UnretainingTask.start { [core, inbox] in
                     await Self.create(slot, in: core, reportingTo: inbox)
                 }
                 lap = clock.now
                 continue
             }
-            do {
-                let box = try core.makeBoxSynchronously(at: slot)
-                let end = clock.now
-                let elapsed = lap.duration(to: end)
-                lap = end
-                if let hooks = hooks(of: box, madeBy: factory) {
-                    running[slot] = UnretainingTask.start { [core, inbox] in
-                        await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
-                    }
-                } else {
-                    finish(slot, box, factory: elapsed, didAdd: nil)
+            let end = clock.now
+            let elapsed = lap.duration(to: end)
+            lap = end
+            if hasHooks, let hooks = claimedHooks(of: box, at: slot) {
+                running[slot] = UnretainingTask.start { [core, inbox] in
+                    await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                 }
-            } catch {
-                problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
+            } else {
+                finish(slot, box, factory: elapsed, didAdd: nil)
             }
         }
     }
 
-    /// The hooks of a freshly made instance that this graph must run; nil as well when the instance's
-    /// hooks are already run by this graph or an ancestor.
-    ///
-    /// One cast per instance, compiled where the provider was declared: for a concrete value type the
-    /// compiler decides it statically, and a dynamic cast hits the runtime's conformance cache, which
-    /// a set of types already known to have no hooks only duplicated (a hash per service).
-    private func hooks(of box: _AnyBox, madeBy factory: _AnyFactory) -> InstanceHooks? {
-        if factory.isBorrowed { return nil }
-        guard let hooks = factory.instanceHooks(of: box) else { return nil }
+    /// The hooks of a freshly made instance that this graph must run; nil when this graph or an
+    /// ancestor already runs them.
+    private func claimedHooks(of box: _AnyBox, at slot: Int) -> InstanceHooks? {
+        guard let hooks = core.factory(at: slot).instanceHooks(of: box) else { return nil }
         return core.hookClaims.claim(hooks) ? hooks : nil
     }
 
@@ -264,11 +267,14 @@ struct SingletonBuild {
     private mutating func finish(_ slot: Int, _ box: _AnyBox, factory: Duration, didAdd: Duration?) {
         core.storeSingleton(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
-        log.factoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
+        // Most synchronous factories take well under a microsecond: no conversion for them.
+        log.factoryMicroseconds[slot] = factory < Self.microsecond ? 0 : Int32(clamping: factory.wholeMicroseconds)
         if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
-        let lifetimes = plan.lifetimes
+        let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
         countdown.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }
     }
+
+    private static let microsecond = Duration.microseconds(1)
 
     /// Gives a build failure the path from a root of the graph down to the failing service.
     private func located(_ problem: ServiceGraphError.Problem, at slot: Int) -> ServiceGraphError.Problem {

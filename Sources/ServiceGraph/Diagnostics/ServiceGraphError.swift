@@ -54,8 +54,8 @@ extension ServiceGraphError {
     /// Thrown by the synchronous thunk of an asynchronous factory; the resolve path checks first, so
     /// this only guards against misuse of internals.
     @usableFromInline
-    static func _asynchronousFactory<Value>(_ value: Value.Type) -> ServiceGraphError {
-        let name = TypeName.display(Value.self)
+    static func _asynchronousFactory(_ value: Any.Type) -> ServiceGraphError {
+        let name = TypeName.display(value)
         return ServiceGraphError(
             .init(.requiresAwait, key: name, message: "a factory of \(name) is async; use `try await resolve`")
         )

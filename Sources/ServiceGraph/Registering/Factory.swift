@@ -5,69 +5,81 @@
 /// given. `provide` is inlinable so the thunk is compiled, specialized, in the module that declares the
 /// keys: resolving then runs no generic code.
 ///
-/// The class is not generic, and the value leaves the thunk through memory rather than as a typed
+/// A plain value, not generic, and the value leaves the thunk through memory rather than as a typed
 /// result: providing and building a service then instantiates no generic metadata per value type,
-/// which an application's first build would otherwise pay for each of its service types.
+/// which an application's first build would otherwise pay for each of its service types, and a
+/// registration allocates at most one object, the thunk's context (none when the compiler
+/// specializes the user's closure into the thunk).
 ///
 /// A synchronous factory has one thunk, run on both paths: on the asynchronous path the graph first
 /// awaits the dependencies that need it (``_GraphCore/preparedDependencies(of:in:)``) and then calls
 /// the same thunk, which reads them from the prepared values. Only an asynchronous factory has an
 /// asynchronous thunk, which awaits once, for the factory itself.
 @usableFromInline
-final class _AnyFactory: @unchecked Sendable {
+struct _AnyFactory: Sendable {
     @usableFromInline
     typealias SyncThunk = @Sendable (inout _GraphCore._UnsafeResolver, UnsafeMutableRawPointer) throws -> Void
     @usableFromInline
     typealias AsyncThunk = @Sendable (inout _GraphCore._UnsafeResolver, UnsafeMutableRawPointer) async throws -> Void
 
-    /// Whether the factory itself can run without `await`.
+    /// The thunk: synchronous, or asynchronous for a factory that must be awaited.
     @usableFromInline
-    let isSynchronous: Bool
+    enum Body: Sendable {
+        case synchronous(SyncThunk)
+        case asynchronous(AsyncThunk)
+    }
+
+    @usableFromInline
+    let body: Body
 
     /// Whether the factory hands out an instance another graph owns (a child graph's view of its
     /// parent's singleton), whose hooks that graph runs.
     @usableFromInline
     let isBorrowed: Bool
 
-    /// Initializes a value at the address it is given. For an asynchronous factory, one that throws
-    /// ``ServiceGraphError/Code/requiresAwait`` (not optional, so calling it loads one closure).
-    @usableFromInline
-    let makeSynchronously: SyncThunk
-    /// The asynchronous thunk of an asynchronous factory; nil for a synchronous one.
-    @usableFromInline
-    let makeAsynchronously: AsyncThunk?
     /// The layout of the value, to box it.
     @usableFromInline
     let layout: _ValueLayout
 
+    /// Whether the factory itself can run without `await`.
+    @inlinable
+    var isSynchronous: Bool {
+        if case .synchronous = body { return true }
+        return false
+    }
+
     /// The factory of a synchronous provider.
     @inlinable
     init<Value: Sendable>(_ type: Value.Type, makeSynchronously: @escaping SyncThunk) {
-        self.isSynchronous = true
+        self.body = .synchronous(makeSynchronously)
         self.isBorrowed = false
-        self.makeSynchronously = makeSynchronously
-        self.makeAsynchronously = nil
         self.layout = _ValueLayout(of: Value.self)
     }
 
     /// The factory of an asynchronous provider.
     @inlinable
     init<Value: Sendable>(_ type: Value.Type, makeAsynchronously: @escaping AsyncThunk) {
-        self.isSynchronous = false
+        self.body = .asynchronous(makeAsynchronously)
         self.isBorrowed = false
-        self.makeSynchronously = { _, _ in throw ServiceGraphError._asynchronousFactory(Value.self) }
-        self.makeAsynchronously = makeAsynchronously
         self.layout = _ValueLayout(of: Value.self)
     }
 
     /// A factory that hands out an instance another graph owns (a child graph's view of its parent's
     /// singleton): the owner runs its hooks, so this one reports none.
     init<Value: Sendable>(borrowing read: @escaping @Sendable () -> Value) {
-        self.isSynchronous = true
+        self.body = .synchronous { _, address in address.initializeMemory(as: Value.self, to: read()) }
         self.isBorrowed = true
-        self.makeSynchronously = { _, address in address.initializeMemory(as: Value.self, to: read()) }
-        self.makeAsynchronously = nil
-        self.layout = _ValueLayout(of: Value.self, hasHooks: false)
+        self.layout = _ValueLayout(of: Value.self)
+    }
+
+    /// The synchronous thunk, or the error of an asynchronous factory run without `await`.
+    @inlinable
+    @inline(__always)
+    func synchronousThunk() throws -> SyncThunk {
+        guard case .synchronous(let thunk) = body else {
+            throw ServiceGraphError._asynchronousFactory(layout.valueType)
+        }
+        return thunk
     }
 
     /// Runs the synchronous factory for a `Value`. Only called when ``isSynchronous`` is true.
@@ -77,17 +89,27 @@ final class _AnyFactory: @unchecked Sendable {
         try withUnsafeTemporaryAllocation(of: Value.self, capacity: 1) { buffer in
             // Safety: the thunk initializes the value, or throws without initializing it.
             let address = buffer.baseAddress.unsafelyUnwrapped
-            try makeSynchronously(&resolver, UnsafeMutableRawPointer(address))
+            try synchronousThunk()(&resolver, UnsafeMutableRawPointer(address))
             return address.move()
         }
     }
 
-    /// The lifecycle hooks of the instance in `stored`, if its dynamic type adopts ``LifecycleHooks``.
-    func hooks(of stored: _AnyBox) -> (any LifecycleHooks)? {
+    /// Whether the instance in `stored` has lifecycle hooks this graph may have to run: its dynamic
+    /// type adopts ``LifecycleHooks`` and it is not borrowed from another graph.
+    func hasHooks(_ stored: _AnyBox) -> Bool {
+        if isBorrowed { return false }
         if layout.isObject {
-            return withUnsafePointer(to: stored) { layout.hooks(UnsafeRawPointer($0)) }
+            return withUnsafePointer(to: stored) { layout.hasHooks(UnsafeRawPointer($0)) }
         }
-        return layout.hooks(unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
+        return layout.hasHooks(unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
+    }
+
+    /// The lifecycle hooks of the instance in `stored`, if its dynamic type adopts ``LifecycleHooks``
+    /// and it is not borrowed from another graph (whose hooks that graph runs).
+    func hooks(of stored: _AnyBox) -> (any LifecycleHooks)? {
+        guard hasHooks(stored) else { return nil }
+        if layout.isObject { return stored as? any LifecycleHooks }
+        return layout.hooks(of: unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
     }
 
     /// Runs the synchronous factory, and holds what it makes as the graph does (see ``_AnyBox``). Only
@@ -95,8 +117,9 @@ final class _AnyFactory: @unchecked Sendable {
     func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
         // Safety: a class instance is one strong reference, as an `_AnyBox` is.
         if layout.isObject { return try make(&resolver, as: _AnyBox.self) }
+        let thunk = try synchronousThunk()
         let box = _ValueBox.empty(for: layout)
-        try makeSynchronously(&resolver, box.valueAddress)
+        try thunk(&resolver, box.valueAddress)
         return box.initialized(with: layout)
     }
 
@@ -105,7 +128,7 @@ final class _AnyFactory: @unchecked Sendable {
     /// without suspending.
     @usableFromInline
     func makeBox(_ resolver: inout _GraphCore._UnsafeResolver) async throws -> _AnyBox {
-        guard let makeAsynchronously else { return try makeBoxSynchronously(&resolver) }
+        guard case .asynchronous(let makeAsynchronously) = body else { return try makeBoxSynchronously(&resolver) }
         if layout.isObject {
             // Memory that stays put across the suspension.
             let address = UnsafeMutablePointer<_AnyBox>.allocate(capacity: 1)

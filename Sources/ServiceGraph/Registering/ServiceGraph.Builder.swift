@@ -228,7 +228,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
-        factory: _AnyFactory
+        factory: consuming _AnyFactory
     ) {
         var registration = Registration(
             key: key,
@@ -239,6 +239,6 @@ extension ServiceGraph.Builder {
             isOverride: isOverride
         )
         registration.inheritsLifetime = lifetime == nil
-        registrations.append(registration)
+        registrations.append(consume registration)
     }
 }

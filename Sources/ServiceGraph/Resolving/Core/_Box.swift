@@ -36,17 +36,13 @@ final class _ValueBox: @unchecked Sendable {
     /// What the box needs to release its value.
     @usableFromInline
     struct Header {
-        /// Deinitializes the value; nil until the value is initialized (a factory that throws leaves an
-        /// empty box behind, which must not deinitialize anything).
+        /// The value's type, to deinitialize it; nil until the value is initialized (a factory that
+        /// throws leaves an empty box behind, which must not deinitialize anything). Checked on every
+        /// read in debug builds.
         @usableFromInline
-        var destroy: (@Sendable (UnsafeMutableRawPointer) -> Void)?
+        var valueType: Any.Type?
         @usableFromInline
         let alignment: Int
-        #if SERVICEGRAPH_INTERNAL_CHECKS
-        /// The value's type, checked on every read in debug builds.
-        @usableFromInline
-        let valueType: Any.Type
-        #endif
     }
 
     @usableFromInline
@@ -62,11 +58,7 @@ final class _ValueBox: @unchecked Sendable {
     static func empty(for layout: _ValueLayout) -> _ValueBox {
         let capacity = layout.size + layout.alignment - 1
         let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: capacity) { _, _ in
-            #if SERVICEGRAPH_INTERNAL_CHECKS
-            Header(destroy: nil, alignment: layout.alignment, valueType: layout.valueType)
-            #else
-            Header(destroy: nil, alignment: layout.alignment)
-            #endif
+            Header(valueType: nil, alignment: layout.alignment)
         }
         // Safety: the storage's object is an instance of the class it was made with.
         return unsafeDowncast(storage.buffer, to: _ValueBox.self)
@@ -83,12 +75,12 @@ final class _ValueBox: @unchecked Sendable {
     /// Marks the value as initialized, so that the box deinitializes it when it is released.
     @usableFromInline
     func initialized(with layout: _ValueLayout) -> _ValueBox {
-        storage.withUnsafeMutablePointerToHeader { $0.pointee.destroy = layout.destroy }
+        storage.withUnsafeMutablePointerToHeader { $0.pointee.valueType = layout.valueType }
         return self
     }
 
     deinit {
-        if let destroy = storage.header.destroy { destroy(valueAddress) }
+        if let valueType = storage.header.valueType { _ValueLayout.destroy(valueType, at: valueAddress) }
         storage.withUnsafeMutablePointerToHeader { _ = $0.deinitialize(count: 1) }
     }
 }
@@ -103,7 +95,7 @@ extension _ValueBox {
             #if SERVICEGRAPH_INTERNAL_CHECKS
             _internalInvariant(
                 header.pointee.valueType == Value.self,
-                "\(header.pointee.valueType) is not a \(Value.self)"
+                "\(header.pointee.valueType.map { "\($0)" } ?? "an empty box") is not a \(Value.self)"
             )
             #endif
             return UnsafeRawPointer(elements).alignedUp(for: Value.self).assumingMemoryBound(to: Value.self).pointee
@@ -111,9 +103,11 @@ extension _ValueBox {
     }
 }
 
-/// What the graph needs to know of a value type to box it without generic code: its size and
-/// alignment, how to deinitialize it, and whether it has lifecycle hooks. Made where the key is
-/// provided (specialized there), of non-capturing closures: no allocation and no metadata lookup.
+/// What the graph needs to know of a value type to box it without specialized code: its size and
+/// alignment, whether it is a class, and the type itself, through which the rare generic operations
+/// (deinitializing a boxed value) run, and the one cast each new instance gets, for lifecycle hooks,
+/// compiled where the key is provided (a non-capturing closure: for a concrete value type the compiler
+/// decides most of it statically, where a cast from the opened type costs a conformance lookup).
 @usableFromInline
 struct _ValueLayout: Sendable {
     @usableFromInline
@@ -123,31 +117,39 @@ struct _ValueLayout: Sendable {
     /// Whether `Value` is a class, held as itself rather than in a ``_ValueBox``.
     @usableFromInline
     let isObject: Bool
-    @usableFromInline
-    let destroy: @Sendable (UnsafeMutableRawPointer) -> Void
-    /// `value as? any LifecycleHooks`, compiled where the key is provided: for a concrete `Value` the
-    /// compiler decides most casts statically.
-    @usableFromInline
-    let hooks: @Sendable (UnsafeRawPointer) -> (any LifecycleHooks)?
-    #if SERVICEGRAPH_INTERNAL_CHECKS
+    /// The value's type.
     @usableFromInline
     let valueType: Any.Type
-    #endif
+    /// `value is any LifecycleHooks` for the value at an address: the test every new instance gets,
+    /// which returns a plain flag (making the existential costs as much again, and is only needed for
+    /// the few instances that have hooks: ``hooks(of:)``).
+    @usableFromInline
+    let hasHooks: @Sendable (UnsafeRawPointer) -> Bool
 
     @inlinable
-    init<Value: Sendable>(of type: Value.Type, hasHooks: Bool = true) {
+    init<Value: Sendable>(of type: Value.Type) {
         size = MemoryLayout<Value>.size
         alignment = MemoryLayout<Value>.alignment
         isObject = Value.self is AnyObject.Type
-        destroy = { $0.assumingMemoryBound(to: Value.self).deinitialize(count: 1) }
-        if hasHooks {
-            hooks = { $0.assumingMemoryBound(to: Value.self).pointee as? any LifecycleHooks }
-        } else {
-            hooks = { _ in nil }
-        }
-        #if SERVICEGRAPH_INTERNAL_CHECKS
         valueType = Value.self
-        #endif
+        hasHooks = { $0.assumingMemoryBound(to: Value.self).pointee is any LifecycleHooks }
+    }
+
+    /// Deinitializes the value of type `valueType` at `address`.
+    static func destroy(_ valueType: Any.Type, at address: UnsafeMutableRawPointer) {
+        func destroy<Value>(_: Value.Type) {
+            address.assumingMemoryBound(to: Value.self).deinitialize(count: 1)
+        }
+        destroy(valueType)
+    }
+
+    /// The lifecycle hooks of the value at `address`, if its dynamic type adopts ``LifecycleHooks``
+    /// (generic code: called only once ``hasHooks`` said yes).
+    func hooks(of address: UnsafeRawPointer) -> (any LifecycleHooks)? {
+        func hooks<Value>(_: Value.Type) -> (any LifecycleHooks)? {
+            address.assumingMemoryBound(to: Value.self).pointee as? any LifecycleHooks
+        }
+        return hooks(valueType)
     }
 }
 

@@ -259,11 +259,11 @@ extension _GraphCore {
         return try body(&resolver)
     }
 
-    /// Makes a new instance at `slot` with its synchronous factory: a synchronous singleton the build
-    /// makes.
-    func makeBoxSynchronously(at slot: Int) throws -> _AnyBox {
+    /// Makes a new instance at `slot` with its synchronous `factory`: a synchronous singleton the
+    /// build makes.
+    func makeBoxSynchronously(at slot: Int, with factory: borrowing _AnyFactory) throws -> _AnyBox {
         var resolver = _UnsafeResolver(core: self, scope: nil, slot: slot)
-        return try factory(at: slot).makeBoxSynchronously(&resolver)
+        return try factory.makeBoxSynchronously(&resolver)
     }
 
     /// Makes a new instance at `slot`, awaiting its dependencies: an asynchronous singleton the build

@@ -46,6 +46,13 @@ final class _GraphCore: @unchecked Sendable {
     /// so no two accesses can overlap: the run-time exclusivity check (one per singleton) is left out.
     @exclusivity(unchecked)
     private(set) var creationOrder: [Int] = []
+    /// The singletons' factories, in the order of ``_Buffers/factoryIndex``, until the build is done
+    /// (``releaseSingletonFactories()``): a built graph keeps only the factories it may run again, so
+    /// it does not hold on to what the singletons' factories capture. Read and freed only by the build's
+    /// coordinator and the tasks it awaits.
+    @exclusivity(unchecked)
+    private var singletonFactories: UnsafeMutablePointer<_AnyFactory>?
+    private let singletonFactoryCount: Int
 
     /// The key table, copied into two raw buffers (identities, slots): see ``KeyTable``.
     @usableFromInline
@@ -116,12 +123,24 @@ final class _GraphCore: @unchecked Sendable {
         self.keySlots = .allocate(capacity: plan.table.slots.count)
         _ = keySlots.initialize(from: plan.table.slots.lazy.map { Int32(truncatingIfNeeded: $0) })
         self.keyShift = plan.table.shift
-        self.buffers = _Buffers(plan, resolvesSynchronously: traits.resolvesSynchronously)
+        let buffers = _Buffers(plan, resolvesSynchronously: traits.resolvesSynchronously)
+        self.buffers = buffers
+        // Safety: the singletons' factories, in slot order (their `factoryIndex`); freed by
+        // `releaseSingletonFactories`.
+        let singletonCount = count - buffers.factoryCount
+        let singletonFactories = UnsafeMutablePointer<_AnyFactory>.allocate(capacity: max(singletonCount, 1))
+        var next = 0
+        for slot in 0..<count where plan.lifetimes[slot] == .singleton {
+            (singletonFactories + next).initialize(to: plan.providers[slot].factory)
+            next += 1
+        }
+        self.singletonFactories = singletonFactories
+        self.singletonFactoryCount = singletonCount
     }
 
     deinit {
         releaseSingletons()
-        releaseFactories { _ in true }
+        releaseSingletonFactories()
         keyIdentities.deallocate()
         keySlots.deallocate()
         buffers.deallocate()
@@ -190,20 +209,29 @@ final class _GraphCore: @unchecked Sendable {
 // MARK: - Factories
 
 extension _GraphCore {
-    /// The factory at `slot`; only for slots whose factory is still held.
-    @usableFromInline
+    /// The factory at `slot` (a copy); only for slots whose factory is still held: every transient and
+    /// scoped service's, and the singletons' until the build is done.
     func factory(at slot: Int) -> _AnyFactory {
-        buffers.withFactory(at: slot) { $0 }
+        withFactory(at: slot) { copy $0 }
     }
 
-    /// Releases the factories of the slots `where` selects. Called by the build, once every singleton
-    /// exists, for the singletons' factories: the graph never runs them again.
-    func releaseFactories(where shouldRelease: (Int) -> Bool) {
-        for slot in 0..<count where shouldRelease(slot) {
-            // Safety: gives back the retain taken in `init`, once (the slot is nil afterwards).
-            buffers.factories[slot]?.release()
-            buffers.factories[slot] = nil
-        }
+    /// Calls `body` with the factory at `slot` in place (no copy, so no retain of what it captures);
+    /// only for slots whose factory is still held.
+    func withFactory<Result>(at slot: Int, _ body: (borrowing _AnyFactory) throws -> Result) rethrows -> Result {
+        buffers.checkSlot(slot)
+        guard buffers.lifetimes[slot] == .singleton else { return try buffers.withFactory(at: slot, body) }
+        _internalInvariant(singletonFactories != nil, "the factory of singleton \(slot) was released")
+        // Safety: the build reads these only before `releaseSingletonFactories`.
+        return try body(singletonFactories.unsafelyUnwrapped[Int(buffers.factoryIndex[slot])])
+    }
+
+    /// Frees the singletons' factories. Called by the build once every singleton exists: the graph never
+    /// runs them again.
+    func releaseSingletonFactories() {
+        guard let factories = singletonFactories else { return }
+        factories.deinitialize(count: singletonFactoryCount)
+        factories.deallocate()
+        singletonFactories = nil
     }
 }
 
@@ -257,9 +285,16 @@ extension _GraphCore {
         /// Per slot: the singleton's box, retained by the core; nil when not a singleton or not built yet.
         @usableFromInline
         let singletons: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
-        /// Per slot: the factory, retained by the core; nil once released (a built singleton's).
+        /// Per slot: where its factory is, in ``factories`` for a transient or scoped service, in the
+        /// core's singleton factories for a singleton.
         @usableFromInline
-        let factories: UnsafeMutablePointer<Unmanaged<_AnyFactory>?>
+        let factoryIndex: UnsafeMutablePointer<Int32>
+        /// The factories of the transient and scoped services, in slot order; a built graph never runs
+        /// a singleton's factory again, so those are kept apart and freed after the build.
+        @usableFromInline
+        let factories: UnsafeMutablePointer<_AnyFactory>
+        /// How many ``factories`` there are.
+        let factoryCount: Int
         /// Per slot: its lifetime.
         @usableFromInline
         let lifetimes: UnsafeMutablePointer<Lifetime>
@@ -278,10 +313,24 @@ extension _GraphCore {
             // Safety: every buffer has room for at least one element and is fully initialized here.
             singletons = .allocate(capacity: max(count, 1))
             singletons.initialize(repeating: nil, count: count)
-            factories = .allocate(capacity: max(count, 1))
-            for slot in plan.providers.indices {
-                // Safety: the core takes one retain of each factory, given back in `releaseFactories`.
-                (factories + slot).initialize(to: .passRetained(plan.providers[slot].factory))
+            factoryIndex = .allocate(capacity: max(count, 1))
+            var singletons = 0
+            var others = 0
+            for slot in 0..<count {
+                if plan.lifetimes[slot] == .singleton {
+                    (factoryIndex + slot).initialize(to: Int32(truncatingIfNeeded: singletons))
+                    singletons += 1
+                } else {
+                    (factoryIndex + slot).initialize(to: Int32(truncatingIfNeeded: others))
+                    others += 1
+                }
+            }
+            factoryCount = others
+            factories = .allocate(capacity: max(others, 1))
+            var next = 0
+            for slot in 0..<count where plan.lifetimes[slot] != .singleton {
+                (factories + next).initialize(to: plan.providers[slot].factory)
+                next += 1
             }
             lifetimes = .allocate(capacity: max(count, 1))
             lifetimes.initialize(from: plan.lifetimes, count: count)
@@ -304,7 +353,8 @@ extension _GraphCore {
         func deallocate() {
             singletons.deinitialize(count: slotCount)
             singletons.deallocate()
-            factories.deinitialize(count: slotCount)
+            factoryIndex.deallocate()
+            factories.deinitialize(count: factoryCount)
             factories.deallocate()
             lifetimes.deallocate()
             resolvesSynchronously.deallocate()
@@ -319,14 +369,13 @@ extension _GraphCore {
             _internalInvariant(slot >= 0 && slot < slotCount, "slot \(slot) out of range")
         }
 
-        /// Calls `body` with the factory at `slot`, not retained: the core holds it.
+        /// Calls `body` with the factory of the transient or scoped service at `slot`, in place.
         @inlinable
-        func withFactory<Result>(at slot: Int, _ body: (_AnyFactory) throws -> Result) rethrows -> Result {
+        func withFactory<Result>(at slot: Int, _ body: (borrowing _AnyFactory) throws -> Result) rethrows -> Result {
             checkSlot(slot)
-            _internalInvariant(factories[slot] != nil, "the factory of slot \(slot) was released")
-            // Safety: the core retains every factory until `releaseFactories`, which the build calls only
-            // for built singletons, whose factories nothing runs again; the caller holds the core.
-            return try factories[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef(body)
+            _internalInvariant(lifetimes[slot] != .singleton, "slot \(slot) is a singleton")
+            // Safety: the core holds these factories until it is deallocated; the caller holds the core.
+            return try body(factories[Int(factoryIndex[slot])])
         }
 
         /// The singleton at `slot` as a `Value`, or nil when the slot holds no singleton.
