@@ -43,12 +43,17 @@ struct Edges: Sendable {
         }
         var fill = counts
         var sources = Array(repeating: 0, count: counts[count])
-        for node in 0..<count {
-            for edge in start[node]..<start[node + 1] {
-                let target = targets[edge]
-                guard target >= 0 else { continue }
-                sources[fill[target]] = node
-                fill[target] += 1
+        // In place: one uniqueness check per array, not one per edge.
+        sources.withUnsafeMutableBufferPointer { sources in
+            fill.withUnsafeMutableBufferPointer { fill in
+                for node in 0..<count {
+                    for edge in start[node]..<start[node + 1] {
+                        let target = targets[edge]
+                        guard target >= 0 else { continue }
+                        sources[fill[target]] = node
+                        fill[target] += 1
+                    }
+                }
             }
         }
         return (counts, sources)

@@ -64,7 +64,8 @@ struct GraphPlan: Sendable {
             }
         }
         var overridden = Array(repeating: false, count: providers.count)
-        for registration in registrations where registration.isOverride {
+        for index in registrations.indices where registrations[index].isOverride {
+            let registration = registrations[index]
             if let slot = table.slot(for: registration.keyID) {
                 let replaced = providers[slot]
                 providers[slot] =
@@ -89,8 +90,8 @@ struct GraphPlan: Sendable {
         var missingEdgeCount = 0
         for slot in providers.indices {
             dependencyStart.append(dependencyTargets.count)
-            for position in 0..<providers[slot].dependencies.count {
-                let target = table.slot(for: ObjectIdentifier(providers[slot].dependencies[position])) ?? Self.missing
+            providers[slot].dependencies.forEachIdentity { identity in
+                let target = table.slot(for: identity) ?? Self.missing
                 if target == Self.missing { missingEdgeCount += 1 }
                 dependencyTargets.append(target)
             }

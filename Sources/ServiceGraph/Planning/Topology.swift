@@ -48,9 +48,13 @@ enum Topology {
             appendingReadyTo ready: inout [Int],
             where isWanted: (Int) -> Bool = { _ in true }
         ) {
-            edges.forEachDependent(of: node) { dependent in
-                waiting[dependent] -= 1
-                if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
+            let edges = self.edges
+            // One uniqueness check per node, not one per edge.
+            waiting.withUnsafeMutableBufferPointer { waiting in
+                edges.forEachDependent(of: node) { dependent in
+                    waiting[dependent] -= 1
+                    if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
+                }
             }
         }
     }

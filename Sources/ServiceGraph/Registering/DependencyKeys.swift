@@ -63,4 +63,15 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
         default: return spilled[position - 4]
         }
     }
+
+    /// Calls `body` with the identity of each key, in order, reading them in place.
+    func forEachIdentity(_ body: (ObjectIdentifier) -> Void) {
+        if count > 0 { body(ObjectIdentifier(inline.0.unsafelyUnwrapped)) }
+        if count > 1 { body(ObjectIdentifier(inline.1.unsafelyUnwrapped)) }
+        if count > 2 { body(ObjectIdentifier(inline.2.unsafelyUnwrapped)) }
+        if count > 3 { body(ObjectIdentifier(inline.3.unsafelyUnwrapped)) }
+        if count > 4 {
+            for key in spilled { body(ObjectIdentifier(key)) }
+        }
+    }
 }

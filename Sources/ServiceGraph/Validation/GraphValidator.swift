@@ -180,24 +180,30 @@ struct GraphValidator {
 
     private func captiveDependencies() -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
-        // Lifetimes are read from the plan's byte array; a provider is looked at only when it is wrong.
+        // Lifetimes are read from the plan's byte array, the edges in place; a provider is looked at only
+        // when it is wrong.
         let lifetimes = plan.lifetimes
+        var captives: [(slot: Int, dependency: Int)] = []
         for slot in lifetimes.indices {
-            for dependency in plan.edges.dependencies(of: slot) where dependency != GraphPlan.missing {
-                guard !lifetimes[slot].mayDepend(on: lifetimes[dependency]) else { continue }
-                let provider = plan.providers[slot]
-                let captive = plan.providers[dependency]
-                problems.append(
-                    .init(
-                        .captiveDependency,
-                        key: plan.name(slot),
-                        path: plan.pathFromRoot(to: slot) + [plan.name(dependency)],
-                        site: provider.site.site,
-                        message:
-                            "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
-                    )
-                )
+            plan.edges.forEachDependency(of: slot) { dependency in
+                if dependency != GraphPlan.missing, !lifetimes[slot].mayDepend(on: lifetimes[dependency]) {
+                    captives.append((slot, dependency))
+                }
             }
+        }
+        for (slot, dependency) in captives {
+            let provider = plan.providers[slot]
+            let captive = plan.providers[dependency]
+            problems.append(
+                .init(
+                    .captiveDependency,
+                    key: plan.name(slot),
+                    path: plan.pathFromRoot(to: slot) + [plan.name(dependency)],
+                    site: provider.site.site,
+                    message:
+                        "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
+                )
+            )
         }
         return problems
     }

@@ -46,13 +46,13 @@ final class _GraphCore: @unchecked Sendable {
     /// so no two accesses can overlap: the run-time exclusivity check (one per singleton) is left out.
     @exclusivity(unchecked)
     private(set) var creationOrder: [Int] = []
-    /// The singletons' factories, in the order of ``_Buffers/factoryIndex``, until the build is done
-    /// (``releaseSingletonFactories()``): a built graph keeps only the factories it may run again, so
-    /// it does not hold on to what the singletons' factories capture. Read and freed only by the build's
-    /// coordinator and the tasks it awaits.
+    /// The plan's providers (the builder's registrations, shared, not copied), for the singletons'
+    /// factories until the build is done (``releaseSingletonFactories()``): a built graph keeps only the
+    /// factories it may run again, so it does not hold on to the registrations or to what the
+    /// singletons' factories capture. Read and released only by the build's coordinator and the tasks
+    /// it awaits.
     @exclusivity(unchecked)
-    private var singletonFactories: UnsafeMutablePointer<_AnyFactory>?
-    private let singletonFactoryCount: Int
+    private var singletonProviders: [Registration]?
 
     /// The key table, copied into two raw buffers (identities, slots): see ``KeyTable``.
     @usableFromInline
@@ -123,19 +123,8 @@ final class _GraphCore: @unchecked Sendable {
         self.keySlots = .allocate(capacity: plan.table.slots.count)
         _ = keySlots.initialize(from: plan.table.slots.lazy.map { Int32(truncatingIfNeeded: $0) })
         self.keyShift = plan.table.shift
-        let buffers = _Buffers(plan, resolvesSynchronously: traits.resolvesSynchronously)
-        self.buffers = buffers
-        // Safety: the singletons' factories, in slot order (their `factoryIndex`); freed by
-        // `releaseSingletonFactories`.
-        let singletonCount = count - buffers.factoryCount
-        let singletonFactories = UnsafeMutablePointer<_AnyFactory>.allocate(capacity: max(singletonCount, 1))
-        var next = 0
-        for slot in 0..<count where plan.lifetimes[slot] == .singleton {
-            (singletonFactories + next).initialize(to: plan.providers[slot].factory)
-            next += 1
-        }
-        self.singletonFactories = singletonFactories
-        self.singletonFactoryCount = singletonCount
+        self.buffers = _Buffers(plan, resolvesSynchronously: traits.resolvesSynchronously)
+        self.singletonProviders = plan.providers
     }
 
     deinit {
@@ -220,18 +209,15 @@ extension _GraphCore {
     func withFactory<Result>(at slot: Int, _ body: (borrowing _AnyFactory) throws -> Result) rethrows -> Result {
         buffers.checkSlot(slot)
         guard buffers.lifetimes[slot] == .singleton else { return try buffers.withFactory(at: slot, body) }
-        _internalInvariant(singletonFactories != nil, "the factory of singleton \(slot) was released")
+        _internalInvariant(singletonProviders != nil, "the factory of singleton \(slot) was released")
         // Safety: the build reads these only before `releaseSingletonFactories`.
-        return try body(singletonFactories.unsafelyUnwrapped[Int(buffers.factoryIndex[slot])])
+        return try singletonProviders.unsafelyUnwrapped.withUnsafeBufferPointer { try body($0[slot].factory) }
     }
 
     /// Frees the singletons' factories. Called by the build once every singleton exists: the graph never
     /// runs them again.
     func releaseSingletonFactories() {
-        guard let factories = singletonFactories else { return }
-        factories.deinitialize(count: singletonFactoryCount)
-        factories.deallocate()
-        singletonFactories = nil
+        singletonProviders = nil
     }
 }
 
@@ -285,8 +271,7 @@ extension _GraphCore {
         /// Per slot: the singleton's box, retained by the core; nil when not a singleton or not built yet.
         @usableFromInline
         let singletons: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
-        /// Per slot: where its factory is, in ``factories`` for a transient or scoped service, in the
-        /// core's singleton factories for a singleton.
+        /// Per slot: where its factory is in ``factories``, for a transient or scoped service.
         @usableFromInline
         let factoryIndex: UnsafeMutablePointer<Int32>
         /// The factories of the transient and scoped services, in slot order; a built graph never runs
@@ -314,16 +299,12 @@ extension _GraphCore {
             singletons = .allocate(capacity: max(count, 1))
             singletons.initialize(repeating: nil, count: count)
             factoryIndex = .allocate(capacity: max(count, 1))
-            var singletons = 0
             var others = 0
             for slot in 0..<count {
-                if plan.lifetimes[slot] == .singleton {
-                    (factoryIndex + slot).initialize(to: Int32(truncatingIfNeeded: singletons))
-                    singletons += 1
-                } else {
-                    (factoryIndex + slot).initialize(to: Int32(truncatingIfNeeded: others))
-                    others += 1
-                }
+                (factoryIndex + slot).initialize(
+                    to: plan.lifetimes[slot] == .singleton ? -1 : Int32(truncatingIfNeeded: others)
+                )
+                if plan.lifetimes[slot] != .singleton { others += 1 }
             }
             factoryCount = others
             factories = .allocate(capacity: max(others, 1))
