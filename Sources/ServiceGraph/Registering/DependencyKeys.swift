@@ -2,17 +2,19 @@
 ///
 /// Up to four are kept inline, so a registration made by a fixed-arity `provide` allocates nothing
 /// for them: at startup, an allocation per registration costs more than the rest of declaring it.
-/// More spill into an array.
+/// More spill into an array. Each is kept as its bare metatype (one word, where `any ServiceKey.Type`
+/// takes two): a registration is moved whenever the builder's list grows, and only diagnostics need
+/// the keys as `ServiceKey`s again.
 @usableFromInline
 struct _DependencyKeys: RandomAccessCollection, Sendable {
     @usableFromInline
     typealias Key = any ServiceKey.Type
 
     @usableFromInline
-    var inline: (Key?, Key?, Key?, Key?)
+    var inline: (Any.Type?, Any.Type?, Any.Type?, Any.Type?)
     /// The keys past the fourth.
     @usableFromInline
-    var spilled: [Key]
+    var spilled: [Any.Type]
     @usableFromInline
     var count: Int
 
@@ -52,16 +54,20 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
     @inlinable
     var endIndex: Int { count }
 
-    @inlinable
+    /// The key at `position` (a dynamic cast: for diagnostics, not for the build).
+    @usableFromInline
     subscript(position: Int) -> Key {
         precondition(position >= 0 && position < count, "dependency index out of range")
+        let type: Any.Type
         switch position {
-        case 0: return inline.0.unsafelyUnwrapped
-        case 1: return inline.1.unsafelyUnwrapped
-        case 2: return inline.2.unsafelyUnwrapped
-        case 3: return inline.3.unsafelyUnwrapped
-        default: return spilled[position - 4]
+        case 0: type = inline.0.unsafelyUnwrapped
+        case 1: type = inline.1.unsafelyUnwrapped
+        case 2: type = inline.2.unsafelyUnwrapped
+        case 3: type = inline.3.unsafelyUnwrapped
+        default: type = spilled[position - 4]
         }
+        // Every element was appended as a `ServiceKey` type.
+        return type as! any ServiceKey.Type
     }
 
     /// Calls `body` with the identity of each key, in order, reading them in place.

@@ -22,15 +22,14 @@ struct _AnyFactory: Sendable {
     @usableFromInline
     typealias AsyncThunk = @Sendable (inout _GraphCore._UnsafeResolver, UnsafeMutableRawPointer) async throws -> Void
 
-    /// The thunk: synchronous, or asynchronous for a factory that must be awaited.
+    /// Initializes a value at the address it is given. For an asynchronous factory, one that throws
+    /// ``ServiceGraphError/Code/requiresAwait`` (a stored closure, not an enum payload, so that calling it
+    /// from a borrowed factory takes no retain on the resolve path).
     @usableFromInline
-    enum Body: Sendable {
-        case synchronous(SyncThunk)
-        case asynchronous(AsyncThunk)
-    }
-
+    let makeSynchronously: SyncThunk
+    /// The asynchronous thunk of an asynchronous factory; nil for a synchronous one.
     @usableFromInline
-    let body: Body
+    let makeAsynchronously: AsyncThunk?
 
     /// Whether the factory hands out an instance another graph owns (a child graph's view of its
     /// parent's singleton), whose hooks that graph runs.
@@ -43,15 +42,13 @@ struct _AnyFactory: Sendable {
 
     /// Whether the factory itself can run without `await`.
     @inlinable
-    var isSynchronous: Bool {
-        if case .synchronous = body { return true }
-        return false
-    }
+    var isSynchronous: Bool { makeAsynchronously == nil }
 
     /// The factory of a synchronous provider.
     @inlinable
     init<Value: Sendable>(_ type: Value.Type, makeSynchronously: @escaping SyncThunk) {
-        self.body = .synchronous(makeSynchronously)
+        self.makeSynchronously = makeSynchronously
+        self.makeAsynchronously = nil
         self.isBorrowed = false
         self.layout = _ValueLayout(of: Value.self)
     }
@@ -59,7 +56,8 @@ struct _AnyFactory: Sendable {
     /// The factory of an asynchronous provider.
     @inlinable
     init<Value: Sendable>(_ type: Value.Type, makeAsynchronously: @escaping AsyncThunk) {
-        self.body = .asynchronous(makeAsynchronously)
+        self.makeSynchronously = { _, _ in throw ServiceGraphError._asynchronousFactory(Value.self) }
+        self.makeAsynchronously = makeAsynchronously
         self.isBorrowed = false
         self.layout = _ValueLayout(of: Value.self)
     }
@@ -67,19 +65,10 @@ struct _AnyFactory: Sendable {
     /// A factory that hands out an instance another graph owns (a child graph's view of its parent's
     /// singleton): the owner runs its hooks, so this one reports none.
     init<Value: Sendable>(borrowing read: @escaping @Sendable () -> Value) {
-        self.body = .synchronous { _, address in address.initializeMemory(as: Value.self, to: read()) }
+        self.makeSynchronously = { _, address in address.initializeMemory(as: Value.self, to: read()) }
+        self.makeAsynchronously = nil
         self.isBorrowed = true
         self.layout = _ValueLayout(of: Value.self)
-    }
-
-    /// The synchronous thunk, or the error of an asynchronous factory run without `await`.
-    @inlinable
-    @inline(__always)
-    func synchronousThunk() throws -> SyncThunk {
-        guard case .synchronous(let thunk) = body else {
-            throw ServiceGraphError._asynchronousFactory(layout.valueType)
-        }
-        return thunk
     }
 
     /// Runs the synchronous factory for a `Value`. Only called when ``isSynchronous`` is true.
@@ -89,7 +78,7 @@ struct _AnyFactory: Sendable {
         try withUnsafeTemporaryAllocation(of: Value.self, capacity: 1) { buffer in
             // Safety: the thunk initializes the value, or throws without initializing it.
             let address = buffer.baseAddress.unsafelyUnwrapped
-            try synchronousThunk()(&resolver, UnsafeMutableRawPointer(address))
+            try makeSynchronously(&resolver, UnsafeMutableRawPointer(address))
             return address.move()
         }
     }
@@ -117,9 +106,8 @@ struct _AnyFactory: Sendable {
     func makeBoxSynchronously(_ resolver: inout _GraphCore._UnsafeResolver) throws -> _AnyBox {
         // Safety: a class instance is one strong reference, as an `_AnyBox` is.
         if layout.isObject { return try make(&resolver, as: _AnyBox.self) }
-        let thunk = try synchronousThunk()
         let box = _ValueBox.empty(for: layout)
-        try thunk(&resolver, box.valueAddress)
+        try makeSynchronously(&resolver, box.valueAddress)
         return box.initialized(with: layout)
     }
 
@@ -128,7 +116,7 @@ struct _AnyFactory: Sendable {
     /// without suspending.
     @usableFromInline
     func makeBox(_ resolver: inout _GraphCore._UnsafeResolver) async throws -> _AnyBox {
-        guard case .asynchronous(let makeAsynchronously) = body else { return try makeBoxSynchronously(&resolver) }
+        guard let makeAsynchronously else { return try makeBoxSynchronously(&resolver) }
         if layout.isObject {
             // Memory that stays put across the suspension.
             let address = UnsafeMutablePointer<_AnyBox>.allocate(capacity: 1)
