@@ -3,8 +3,9 @@
 struct BuildLog: Sendable {
     /// Per slot, how long the factory took in microseconds (-1 for services the build did not create).
     var factoryMicroseconds: [Int32]
-    /// Per slot, how long `didAdd` took in microseconds (-1 when it has no hooks or was not created).
-    var didAddMicroseconds: [Int32]
+    /// How long each `didAdd` took in microseconds, by slot: few services have hooks, so this is
+    /// not a per-slot array.
+    var didAddMicroseconds: [Int: Int32] = [:]
     /// Services whose `didAdd` succeeded, in the order they started.
     var started: [StartedService] = []
     /// Wall-clock time of the whole build.
@@ -12,7 +13,6 @@ struct BuildLog: Sendable {
 
     init(count: Int) {
         factoryMicroseconds = Array(repeating: -1, count: count)
-        didAddMicroseconds = Array(repeating: -1, count: count)
     }
 
     func factoryDuration(_ slot: Int) -> Duration? {
@@ -20,6 +20,6 @@ struct BuildLog: Sendable {
     }
 
     func didAddDuration(_ slot: Int) -> Duration? {
-        didAddMicroseconds[slot] < 0 ? nil : .microseconds(didAddMicroseconds[slot])
+        didAddMicroseconds[slot].map { .microseconds($0) }
     }
 }

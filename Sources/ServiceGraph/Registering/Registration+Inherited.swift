@@ -11,10 +11,11 @@ extension Registration {
         let core = parent.core
         let service = core.records[slot]
         func inherit<Key: ServiceKey>(_ key: Key.Type) -> Registration {
-            let isSingleton = service.lifetime == .singleton
+            let lifetime = core.lifetime(of: slot)
+            let isSingleton = lifetime == .singleton
             var registration = Registration(
                 key: key,
-                lifetime: service.lifetime,
+                lifetime: lifetime,
                 dependencies: _DependencyKeys(
                     isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key }
                 ),

@@ -111,7 +111,7 @@ struct GraphDescription: Sendable {
             return Service(
                 name: names[slot],
                 valueType: valueTypes.name(for: record.key),
-                lifetime: record.lifetime,
+                lifetime: core.lifetime(of: slot),
                 site: RegistrationSite(fileID: files[Int(record.fileIndex)], line: Int(record.line)),
                 isOverride: record.isOverride
             )

@@ -42,10 +42,10 @@ final class _GraphCore: @unchecked Sendable {
     /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
     private let shutDownFlag = Atomic<Bool>(false)
     /// The singletons in the order they were created (a topological order), released in reverse: the
-    /// graph's one creation order. Written only by the build's coordinator, before the graph is published,
+    /// graph's one creation order (``creationOrder``). Written only by the build's coordinator, before the graph is published,
     /// so no two accesses can overlap: the run-time exclusivity check (one per singleton) is left out.
     @exclusivity(unchecked)
-    private(set) var creationOrder: [Int] = []
+    private var creationSlots: [Int32] = []
     /// The plan's providers (the builder's registrations, shared, not copied), for the singletons'
     /// factories until the build is done (``releaseSingletonFactories()``): a built graph keeps only the
     /// factories it may run again, so it does not hold on to the registrations or to what the
@@ -105,7 +105,6 @@ final class _GraphCore: @unchecked Sendable {
                     key: plan.providers[slot].key,
                     line: UInt32(truncatingIfNeeded: plan.providers[slot].site.line),
                     fileIndex: index,
-                    lifetime: plan.lifetimes[slot],
                     isOverride: plan.overridden[slot]
                 )
             )
@@ -115,7 +114,7 @@ final class _GraphCore: @unchecked Sendable {
         self.files = files
         let traits = ResolutionTraits(plan)
         self.needsScope = traits.needsScope
-        creationOrder.reserveCapacity(count)
+        creationSlots.reserveCapacity(count)
 
         // Safety (all buffers): allocated and fully initialized here, freed in `deinit`.
         self.keyIdentities = .allocate(capacity: plan.table.identities.count)
@@ -136,6 +135,10 @@ final class _GraphCore: @unchecked Sendable {
     }
 
     var count: Int { records.count }
+
+    /// The singletons in the order they were created (kept as 32-bit slots: a graph holds one per
+    /// singleton).
+    var creationOrder: [Int] { creationSlots.map(Int.init) }
 
     /// The number of dependency edges.
     var edgeCount: Int { Int(buffers.dependencyStart[count]) }
@@ -241,13 +244,13 @@ extension _GraphCore {
         _internalInvariant(buffers.lifetimes[slot] == .singleton, "slot \(slot) is not a singleton")
         // Safety: the core takes one retain, given back in `releaseSingletons`.
         buffers.singletons[slot] = .passRetained(box)
-        creationOrder.append(slot)
+        creationSlots.append(Int32(truncatingIfNeeded: slot))
     }
 
     /// Drops every singleton, most recently created first: a failed build's rollback, and the core's
     /// `deinit`. The creation order stays, for the failed build's report.
     func releaseSingletons() {
-        for slot in creationOrder.reversed() {
+        for slot in creationSlots.reversed().lazy.map(Int.init) {
             // Safety: gives back the retain `storeSingleton` took, once (the slot is nil afterwards).
             buffers.singletons[slot]?.release()
             buffers.singletons[slot] = nil
