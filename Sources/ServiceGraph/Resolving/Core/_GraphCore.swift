@@ -274,15 +274,11 @@ extension _GraphCore {
         /// Per slot: the singleton's box, retained by the core; nil when not a singleton or not built yet.
         @usableFromInline
         let singletons: UnsafeMutablePointer<Unmanaged<_AnyBox>?>
-        /// Per slot: where its factory is in ``factories``, for a transient or scoped service.
+        /// Per slot: the factory of a transient or scoped service, in an object the core retains (so
+        /// that the resolve path reads it through a guaranteed reference, without retaining what it
+        /// captures); nil for a singleton, whose factory a built graph never runs again.
         @usableFromInline
-        let factoryIndex: UnsafeMutablePointer<Int32>
-        /// The factories of the transient and scoped services, in slot order; a built graph never runs
-        /// a singleton's factory again, so those are kept apart and freed after the build.
-        @usableFromInline
-        let factories: UnsafeMutablePointer<_AnyFactory>
-        /// How many ``factories`` there are.
-        let factoryCount: Int
+        let factories: UnsafeMutablePointer<Unmanaged<_FactoryBox>?>
         /// Per slot: its lifetime.
         @usableFromInline
         let lifetimes: UnsafeMutablePointer<Lifetime>
@@ -301,20 +297,13 @@ extension _GraphCore {
             // Safety: every buffer has room for at least one element and is fully initialized here.
             singletons = .allocate(capacity: max(count, 1))
             singletons.initialize(repeating: nil, count: count)
-            factoryIndex = .allocate(capacity: max(count, 1))
-            var others = 0
+            factories = .allocate(capacity: max(count, 1))
             for slot in 0..<count {
-                (factoryIndex + slot).initialize(
-                    to: plan.lifetimes[slot] == .singleton ? -1 : Int32(truncatingIfNeeded: others)
+                // Safety: the core takes one retain of each box, given back in `deallocate`.
+                let isSingleton = plan.lifetimes[slot] == .singleton
+                (factories + slot).initialize(
+                    to: isSingleton ? nil : .passRetained(_FactoryBox(plan.providers[slot].factory))
                 )
-                if plan.lifetimes[slot] != .singleton { others += 1 }
-            }
-            factoryCount = others
-            factories = .allocate(capacity: max(others, 1))
-            var next = 0
-            for slot in 0..<count where plan.lifetimes[slot] != .singleton {
-                (factories + next).initialize(to: plan.providers[slot].factory)
-                next += 1
             }
             lifetimes = .allocate(capacity: max(count, 1))
             lifetimes.initialize(from: plan.lifetimes, count: count)
@@ -333,12 +322,12 @@ extension _GraphCore {
             (dependencyStart + count).initialize(to: Int32(truncatingIfNeeded: edge))
         }
 
-        /// Frees the buffers; the core has given back the boxes' and factories' retains.
+        /// Frees the buffers, and the factories' boxes; the core has given back the instances' retains.
         func deallocate() {
             singletons.deinitialize(count: slotCount)
             singletons.deallocate()
-            factoryIndex.deallocate()
-            factories.deinitialize(count: factoryCount)
+            for slot in 0..<slotCount { factories[slot]?.release() }
+            factories.deinitialize(count: slotCount)
             factories.deallocate()
             lifetimes.deallocate()
             resolvesSynchronously.deallocate()
@@ -359,7 +348,7 @@ extension _GraphCore {
             checkSlot(slot)
             _internalInvariant(lifetimes[slot] != .singleton, "slot \(slot) is a singleton")
             // Safety: the core holds these factories until it is deallocated; the caller holds the core.
-            return try body(factories[Int(factoryIndex[slot])])
+            return try factories[slot].unsafelyUnwrapped._withUnsafeGuaranteedRef { try body($0.factory) }
         }
 
         /// The singleton at `slot` as a `Value`, or nil when the slot holds no singleton.
@@ -372,5 +361,18 @@ extension _GraphCore {
             // Safety: the core holds the box until it is deallocated, and the caller holds the core.
             return box._withUnsafeGuaranteedRef { _unsafeValue(of: $0, as: Value.self) }
         }
+    }
+}
+
+/// A transient or scoped service's factory, held by a built graph in an object of its own: the resolve
+/// path reads a factory through a guaranteed reference to its box, which costs no retain of what the
+/// factory captures (a factory read from raw memory would be retained and released at every call).
+@usableFromInline
+final class _FactoryBox: Sendable {
+    @usableFromInline
+    let factory: _AnyFactory
+
+    init(_ factory: _AnyFactory) {
+        self.factory = factory
     }
 }
