@@ -58,6 +58,7 @@ public struct Needs<each Key: ServiceKey>: DependencyList {
 
     @_documentation(visibility: private)
     @inlinable
+    @inline(__always)
     public static func _register<Provided: ServiceKey>(
         _ key: Provided.Type,
         lifetime: Lifetime,

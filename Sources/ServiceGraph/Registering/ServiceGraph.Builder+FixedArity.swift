@@ -4,12 +4,19 @@
 // for speed only: Swift 6.3 compiles the body of a pack expansion as a generic loop even after
 // specialization, so a pack-based factory thunk pays a generic call per dependency on every resolve.
 // With fixed arities the thunks are fully specialized. The pack overload serves every other arity.
+//
+// Every `provide` is `@inline(__always)`: inlined where it is called, the user's closure is a known
+// function, which the compiler folds into the thunk, so the thunk captures nothing. Without it, a long
+// composition root stops being inlined partway, and each thunk past that point captures the user's
+// closure: one allocation per registration, and more code (measured on 1,000 registrations: 1.7
+// allocations per service instead of 1, and 160 KB more machine code).
 // Keep the five overloads identical but for their arity.
 
 extension ServiceGraph.Builder {
     /// Provides `key` with a synchronous factory of no dependencies; see
     /// the parameter-pack `provide`, which this overload replaces for speed.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -36,6 +43,7 @@ extension ServiceGraph.Builder {
     /// Provides `key` with a synchronous factory of 1 dependency; see
     /// the parameter-pack `provide`, which this overload replaces for speed.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey, D1: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -63,6 +71,7 @@ extension ServiceGraph.Builder {
     /// Provides `key` with a synchronous factory of 2 dependencies; see
     /// the parameter-pack `provide`, which this overload replaces for speed.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey, D1: ServiceKey, D2: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -94,6 +103,7 @@ extension ServiceGraph.Builder {
     /// Provides `key` with a synchronous factory of 3 dependencies; see
     /// the parameter-pack `provide`, which this overload replaces for speed.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey, D1: ServiceKey, D2: ServiceKey, D3: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -130,6 +140,7 @@ extension ServiceGraph.Builder {
     /// Provides `key` with a synchronous factory of 4 dependencies; see
     /// the parameter-pack `provide`, which this overload replaces for speed.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey, D1: ServiceKey, D2: ServiceKey, D3: ServiceKey, D4: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,

@@ -19,6 +19,7 @@ extension ServiceGraph.Builder {
     ///   - line: The line of the registration; the caller's line by default.
     ///   - factory: Makes the replacement from its dependencies' values.
     @inlinable
+    @inline(__always)
     public mutating func override<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime? = nil,
@@ -40,6 +41,7 @@ extension ServiceGraph.Builder {
 
     /// Replaces the provider of `key` with an asynchronous factory; see the synchronous overload.
     @inlinable
+    @inline(__always)
     public mutating func override<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime? = nil,
@@ -64,6 +66,7 @@ extension ServiceGraph.Builder {
     /// The caller keeps its own reference to `value`, typed as the double it is, so a test reads back
     /// what the double recorded without casting.
     @inlinable
+    @inline(__always)
     public mutating func override<Key: ServiceKey>(
         _ key: Key.Type,
         with value: Key.Value,

@@ -74,6 +74,7 @@ extension ServiceGraph.Builder {
     ///   - line: The line of the registration; the caller's line by default.
     ///   - factory: Makes the service from its dependencies' values.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -104,6 +105,7 @@ extension ServiceGraph.Builder {
     ///   - line: The line of the registration; the caller's line by default.
     ///   - factory: Makes the service from its dependencies' values.
     @inlinable
+    @inline(__always)
     public mutating func provide<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
@@ -154,6 +156,7 @@ extension ServiceGraph.Builder {
 extension ServiceGraph.Builder {
     /// Wraps a synchronous factory in the graph's thunks and adds it to the registrations.
     @inlinable
+    @inline(__always)
     mutating func _addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
@@ -183,6 +186,7 @@ extension ServiceGraph.Builder {
     /// Wraps an asynchronous factory in the graph's thunk and adds it to the registrations: the thunk reads
     /// the dependencies the graph has prepared for it, and awaits only the factory.
     @inlinable
+    @inline(__always)
     mutating func _addProvider<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
