@@ -153,52 +153,51 @@ struct SingletonBuild {
     /// of the service before it, or the start of this pass), so the bookkeeping in between, well under
     /// a microsecond, counts to it. The log keeps whole microseconds.
     private mutating func startReadyServices() {
-        var lap = clock.now
-        var isCancelled = Task.isCancelled
-        while problems.isEmpty, !isCancelled, nextReady < ready.count {
-            // Cancellation is looked at every 64 services: a look costs as much as a small factory.
-            if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
-            let slot = ready[nextReady]
-            nextReady += 1
-            // The factory is used in place, and the instance's hooks are looked for with a plain test:
-            // both are per-service costs of every build.
-            var hasHooks = false
-            let made: _AnyBox?
-            do {
-                made = try core.withFactory(at: slot) { factory in
-                    guard factory.isSynchronous else { return nil }
-                    let box = try core.makeBoxSynchronously(at: slot, with: factory)
-                    hasHooks = factory.hasHooks(box)
-                    return box
+        // The singletons' factories are read from the plan's providers through one buffer for the whole
+        // pass, and the core is held once: no reference counting per service for either.
+        let (providers, core) = (plan.providers, self.core)
+        providers.withUnsafeBufferPointer { providers in
+            var lap = clock.now
+            var isCancelled = Task.isCancelled
+            while problems.isEmpty, !isCancelled, nextReady < ready.count {
+                // Cancellation is looked at every 64 services: a look costs as much as a small factory.
+                if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
+                let slot = ready[nextReady]
+                nextReady += 1
+                let factory = providers[slot].factory
+                guard factory.isSynchronous else {
+                    running[slot] = UnretainingTask.start { [core, inbox] in
+                        await Self.create(slot, in: core, reportingTo: inbox)
+                    }
+                    lap = clock.now
+                    continue
                 }
-            } catch {
-                problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
-                continue
-            }
-            guard let box = made else {
-                running[slot] = UnretainingTask.start { [core, inbox] in
-                    await Self.create(slot, in: core, reportingTo: inbox)
+                let box: _AnyBox
+                do {
+                    box = try core.makeBoxSynchronously(at: slot, with: factory)
+                } catch {
+                    problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
+                    continue
                 }
-                lap = clock.now
-                continue
-            }
-            let end = clock.now
-            let elapsed = lap.duration(to: end)
-            lap = end
-            if hasHooks, let hooks = claimedHooks(of: box, at: slot) {
-                running[slot] = UnretainingTask.start { [core, inbox] in
-                    await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
+                let end = clock.now
+                let elapsed = lap.duration(to: end)
+                lap = end
+                // A plain test first: making the hooks' existential is for the instances that have them.
+                if factory.hasHooks(box), let hooks = claimedHooks(of: box, madeBy: factory) {
+                    running[slot] = UnretainingTask.start { [core, inbox] in
+                        await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
+                    }
+                } else {
+                    finish(slot, box, factory: elapsed, didAdd: nil)
                 }
-            } else {
-                finish(slot, box, factory: elapsed, didAdd: nil)
             }
         }
     }
 
     /// The hooks of a freshly made instance that this graph must run; nil when this graph or an
     /// ancestor already runs them.
-    private func claimedHooks(of box: _AnyBox, at slot: Int) -> InstanceHooks? {
-        guard let hooks = core.factory(at: slot).instanceHooks(of: box) else { return nil }
+    private func claimedHooks(of box: _AnyBox, madeBy factory: _AnyFactory) -> InstanceHooks? {
+        guard let hooks = factory.instanceHooks(of: box) else { return nil }
         return core.hookClaims.claim(hooks) ? hooks : nil
     }
 

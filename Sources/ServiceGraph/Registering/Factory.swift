@@ -88,7 +88,9 @@ struct _AnyFactory: Sendable {
     func hasHooks(_ stored: _AnyBox) -> Bool {
         if isBorrowed { return false }
         if layout.isObject {
-            return withUnsafePointer(to: stored) { layout.hasHooks(UnsafeRawPointer($0)) }
+            // The reference itself is the value; held unretained for the test (the caller holds it).
+            var reference = Unmanaged<AnyObject>.passUnretained(stored)
+            return withUnsafePointer(to: &reference) { layout.hasHooks(UnsafeRawPointer($0)) }
         }
         return layout.hasHooks(unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
     }
