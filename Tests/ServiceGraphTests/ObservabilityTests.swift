@@ -24,6 +24,34 @@ struct ObservabilityTests {
         #expect(report.description.contains("IntKey → OtherIntKey"))
     }
 
+    @Test func theStartupReportTimesEachFactoryAndEachDidAddApart() async throws {
+        var builder = ServiceGraph.Builder()
+        // A synchronous factory that takes 20 ms, one that returns at once, and an instance whose
+        // didAdd takes 30 ms: each duration goes to its own service and column.
+        builder.provide(IntKey.self) {
+            let clock = ContinuousClock()
+            let end = clock.now + .milliseconds(20)
+            while clock.now < end {}
+            return 1
+        }
+        builder.provide(DoubleKey.self) { 1.0 }
+        builder.provide(SlowStartKey.self) { SlowStart() }
+        let graph = try await builder.build()
+        let report = graph.startupReport(slowest: 10)
+        try await graph.shutdown()
+        let entries = Dictionary(uniqueKeysWithValues: report.slowest.map { ($0.key, $0) })
+        let slowFactory = try #require(entries["IntKey"])
+        #expect(slowFactory.factory >= .milliseconds(20))
+        #expect(slowFactory.didAdd == .zero)
+        let fast = try #require(entries["DoubleKey"])
+        #expect(fast.factory < .milliseconds(20))
+        #expect(fast.didAdd == .zero)
+        let slowStart = try #require(entries["SlowStartKey"])
+        #expect(slowStart.didAdd >= .milliseconds(30))
+        #expect(slowStart.factory < .milliseconds(30))
+        #expect(report.slowest.first?.key == "SlowStartKey")
+    }
+
     @Test func eventsReportBuildHooksScopesAndReleaseWithDurations() async throws {
         let events = Locked<[ServiceGraphEvent]>([])
         var builder = ServiceGraph.Builder()
@@ -87,3 +115,10 @@ struct ObservabilityTests {
         try builder.validate()  // warnings are not errors
     }
 }
+
+/// Hooks whose `didAdd` takes 30 ms.
+private final class SlowStart: LifecycleHooks, Sendable {
+    func didAdd() async throws { try await Task.sleep(for: .milliseconds(30)) }
+}
+
+private enum SlowStartKey: ServiceKey { typealias Value = SlowStart }
