@@ -31,14 +31,14 @@ struct _AnyFactory: Sendable {
     @usableFromInline
     let makeAsynchronously: AsyncThunk?
 
+    /// The layout of the value, to box it.
+    @usableFromInline
+    let layout: _ValueLayout
+
     /// Whether the factory hands out an instance another graph owns (a child graph's view of its
     /// parent's singleton), whose hooks that graph runs.
     @usableFromInline
     let isBorrowed: Bool
-
-    /// The layout of the value, to box it.
-    @usableFromInline
-    let layout: _ValueLayout
 
     /// Whether the factory itself can run without `await`.
     @inlinable

@@ -1,10 +1,12 @@
 /// One `provide` call, as the builder keeps it: nothing runs until ``ServiceGraph/Builder/build()``.
 struct Registration: Sendable {
+    // The one-byte fields last, where they fill the factory's tail: a registration is moved whenever
+    // the builder's list grows.
     let key: any ServiceKey.Type
-    let lifetime: Lifetime
     let dependencies: _DependencyKeys
     let site: SiteLiteral
     let factory: _AnyFactory
+    let lifetime: Lifetime
     /// Whether this registration replaces an earlier provider of the same key (see `override`).
     let isOverride: Bool
     /// For an override without a lifetime of its own: take the replaced provider's.
@@ -12,6 +14,22 @@ struct Registration: Sendable {
     /// A provider a child graph took from its parent: a provider of the same key in the child
     /// replaces it (the child is searched first) instead of being a duplicate.
     var isInherited = false
+
+    init(
+        key: any ServiceKey.Type,
+        lifetime: Lifetime,
+        dependencies: _DependencyKeys,
+        site: SiteLiteral,
+        factory: _AnyFactory,
+        isOverride: Bool
+    ) {
+        self.key = key
+        self.dependencies = dependencies
+        self.site = site
+        self.factory = factory
+        self.lifetime = lifetime
+        self.isOverride = isOverride
+    }
 
     /// This registration with another lifetime (an override taking the one it replaces).
     func with(lifetime: Lifetime) -> Registration {

@@ -13,10 +13,16 @@ public struct RegistrationSite: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "\(fileID):\(line)" }
 }
 
-/// The literal `#fileID` and `#line` of a `provide` call, kept unconverted so registering is cheap.
+/// The literal `#fileID` and `#line` of a `provide` call, kept unconverted so registering is cheap,
+/// in 24 bytes (a line past 4,294,967,295 is kept as that).
 struct SiteLiteral: Sendable {
     let fileID: StaticString
-    let line: UInt
+    let line: UInt32
+
+    init(fileID: StaticString, line: UInt) {
+        self.fileID = fileID
+        self.line = UInt32(clamping: line)
+    }
 
     var site: RegistrationSite { RegistrationSite(fileID: fileID.description, line: Int(line)) }
 }

@@ -56,7 +56,7 @@ final class _ValueBox: @unchecked Sendable {
     /// An empty box with room for a value of `layout`; ``initialized(with:)`` marks it full.
     @usableFromInline
     static func empty(for layout: _ValueLayout) -> _ValueBox {
-        let capacity = layout.size + layout.alignment - 1
+        let capacity = layout.size + layout.alignment - 1  // room to align the value
         let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: capacity) { _, _ in
             Header(valueType: nil, alignment: layout.alignment)
         }
@@ -110,13 +110,12 @@ extension _ValueBox {
 /// decides most of it statically, where a cast from the opened type costs a conformance lookup).
 @usableFromInline
 struct _ValueLayout: Sendable {
+    // Size and alignment in 32 bits: a registration carries its layout, and moves whenever the builder's
+    // list grows.
     @usableFromInline
-    let size: Int
+    let storedSize: UInt32
     @usableFromInline
-    let alignment: Int
-    /// Whether `Value` is a class, held as itself rather than in a ``_ValueBox``.
-    @usableFromInline
-    let isObject: Bool
+    let storedAlignment: UInt32
     /// The value's type.
     @usableFromInline
     let valueType: Any.Type
@@ -125,15 +124,24 @@ struct _ValueLayout: Sendable {
     /// the few instances that have hooks: ``hooks(of:)``).
     @usableFromInline
     let hasHooks: @Sendable (UnsafeRawPointer) -> Bool
+    /// Whether `Value` is a class, held as itself rather than in a ``_ValueBox``.
+    @usableFromInline
+    let isObject: Bool
 
     @inlinable
     init<Value: Sendable>(of type: Value.Type) {
-        size = MemoryLayout<Value>.size
-        alignment = MemoryLayout<Value>.alignment
+        storedSize = UInt32(MemoryLayout<Value>.size)
+        storedAlignment = UInt32(MemoryLayout<Value>.alignment)
         isObject = Value.self is AnyObject.Type
         valueType = Value.self
         hasHooks = { $0.assumingMemoryBound(to: Value.self).pointee is any LifecycleHooks }
     }
+
+    @inlinable
+    var size: Int { Int(storedSize) }
+
+    @inlinable
+    var alignment: Int { Int(storedAlignment) }
 
     /// Deinitializes the value of type `valueType` at `address`.
     static func destroy(_ valueType: Any.Type, at address: UnsafeMutableRawPointer) {

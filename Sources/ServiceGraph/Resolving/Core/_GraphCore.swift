@@ -103,7 +103,7 @@ final class _GraphCore: @unchecked Sendable {
             records.append(
                 ServiceRecord(
                     key: plan.providers[slot].key,
-                    line: UInt32(truncatingIfNeeded: plan.providers[slot].site.line),
+                    line: plan.providers[slot].site.line,
                     fileIndex: index,
                     isOverride: plan.overridden[slot]
                 )
