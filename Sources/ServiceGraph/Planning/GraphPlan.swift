@@ -83,20 +83,20 @@ struct GraphPlan: Sendable {
             lifetimes.append(providers[slot].lifetime)
             edgeCount += providers[slot].dependencies.count
         }
-        var dependencyStart: [Int] = []
+        var dependencyStart: [Int32] = []
         dependencyStart.reserveCapacity(providers.count + 1)
-        var dependencyTargets: [Int] = []
+        var dependencyTargets: [Int32] = []
         dependencyTargets.reserveCapacity(edgeCount)
         var missingEdgeCount = 0
         for slot in providers.indices {
-            dependencyStart.append(dependencyTargets.count)
+            dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
             providers[slot].dependencies.forEachIdentity { identity in
                 let target = table.slot(for: identity) ?? Self.missing
                 if target == Self.missing { missingEdgeCount += 1 }
-                dependencyTargets.append(target)
+                dependencyTargets.append(Int32(truncatingIfNeeded: target))
             }
         }
-        dependencyStart.append(dependencyTargets.count)
+        dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
         let edges = Edges(dependencyStart: dependencyStart, dependencyTargets: dependencyTargets)
 
         self.providers = providers

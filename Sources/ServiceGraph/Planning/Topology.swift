@@ -23,15 +23,15 @@ enum Topology {
     /// counts its dependencies still unfinished, and becomes ready when the count reaches zero.
     struct Countdown {
         private let edges: Edges
-        private var waiting: [Int]
+        private var waiting: [Int32]
 
         init(_ edges: Edges) {
             self.edges = edges
-            waiting = (0..<edges.count).map { node in edges.dependencyCount(of: node) }
+            waiting = (0..<edges.count).map { node in Int32(truncatingIfNeeded: edges.dependencyCount(of: node)) }
             if edges.hasMissingTargets {
                 // A missing key is not a node and never finishes: it is not waited for.
                 for node in 0..<edges.count {
-                    waiting[node] = edges.dependencies(of: node).count { $0 >= 0 }
+                    waiting[node] = Int32(truncatingIfNeeded: edges.dependencies(of: node).count { $0 >= 0 })
                 }
             }
         }

@@ -132,7 +132,7 @@ struct GraphDescription: Sendable {
     }
 
     /// The dependencies of `slot`, in declaration order.
-    func dependencies(of slot: Int) -> LazyMapCollection<ArraySlice<Int>, Dependency> {
+    func dependencies(of slot: Int) -> LazyMapCollection<Edges.Row, Dependency> {
         edges.dependencies(of: slot).lazy.map(Self.dependency)
     }
 
