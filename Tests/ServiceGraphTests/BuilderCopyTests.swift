@@ -45,6 +45,37 @@ struct BuilderCopyTests {
         }
     }
 
+    @Test func aChangeThatKeepsTheNumberOfRegistrationsIsValidatedAgain() async throws {
+        // A second double for a key replaces the first: as many registrations as before, other ones.
+        var builder = Self.base()
+        builder.override(NameKey.self, withDouble: { "first" }, as: { $0 })
+        try builder.validate()
+        let firstGraph = try await builder.build()
+        #expect(firstGraph[GreetingKey.self] == "hello first")
+        try await firstGraph.shutdown()
+        builder.override(NameKey.self, withDouble: { "second" }, as: { $0 })
+        let secondGraph = try await builder.build()
+        #expect(secondGraph[GreetingKey.self] == "hello second")
+        try await secondGraph.shutdown()
+    }
+
+    @Test func copiesChangedAsManyTimesEachBuildTheirOwn() async throws {
+        // Two copies that each make one change have as many changes behind them; each builds its own,
+        // whichever was validated first, and validating one leaves the other's answer alone.
+        let base = Self.base()
+        var left = base
+        var right = base
+        left.override(NameKey.self, with: "left")
+        right.override(NeverProvidedKey.self, with: "typo")
+        try left.validate()
+        #expect(throws: ServiceGraphError.self) { try right.validate() }
+        try left.validate()
+        let graph = try await left.build()
+        #expect(graph[GreetingKey.self] == "hello left")
+        try await graph.shutdown()
+        await #expect(throws: ServiceGraphError.self) { _ = try await right.build() }
+    }
+
     @Test func aCopyOverridingAnUnknownKeyFailsAfterTheBaseWasValidated() throws {
         let base = Self.base()
         try base.validate()

@@ -14,10 +14,13 @@ extension ServiceGraph {
     public struct Builder: Sendable {
         /// Every `provide` and `override` call, in order.
         var registrations: [Registration] = [] {
-            didSet { revision = .next() }
+            didSet {
+                if !isKnownUniquelyReferenced(&lineage) { lineage = RegistrationsLineage() }
+                lineage.count &+= 1
+            }
         }
-        /// Changes with every change to `registrations`: the key of the validated-plan cache.
-        private(set) var revision = RegistrationsRevision.empty
+        /// Where `registrations` are in their history (see ``RegistrationsRevision``).
+        private var lineage = RegistrationsLineage()
         /// Keys declared as used from outside the graph (see `declareEntryPoints`).
         var entryPoints: Set<ObjectIdentifier> = []
         /// The last validated plan, so `validate()` then `build()` validates once.
@@ -58,6 +61,11 @@ extension ServiceGraph {
         /// Creates an empty builder.
         public init() {}
     }
+}
+
+extension ServiceGraph.Builder {
+    /// The current state of the registrations: the key of the validated-plan cache.
+    var revision: RegistrationsRevision { RegistrationsRevision(lineage) }
 }
 
 extension ServiceGraph.Builder {

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Remembers the builder's last checked plan and what validation found in it, so that the usual
 /// `try builder.validate()` followed by `try await builder.build()` validates once, and `lint()` or a
 /// dump after either (even of a broken graph) plans nothing again.
@@ -40,22 +38,34 @@ struct CheckedPlan: Sendable {
     let findings: GraphValidator.Findings
 }
 
-/// Identifies one state of a builder's registrations: a fresh number, process-wide, each time they
-/// change. Copies of a builder share a revision only while they share their registrations.
-struct RegistrationsRevision: Hashable, Sendable {
-    private let value: UInt64
+/// Identifies one state of a builder's registrations: a lineage and how many changes into it.
+///
+/// A builder changes its lineage's count in place only while it holds the lineage alone; a builder
+/// whose lineage is shared (with a copy of itself, or with a cached revision) starts a new lineage
+/// when it changes. So copies of a builder share a revision only while they share their
+/// registrations, and two revisions are equal only for the same registrations. A change costs a
+/// uniqueness check and an increment, not an atomic operation per `provide`.
+struct RegistrationsRevision: Equatable, Sendable {
+    /// Held, so that a cached revision keeps its lineage's identity from being reused.
+    private let lineage: RegistrationsLineage
+    private let count: UInt64
 
-    /// The revision of a builder with no registrations.
-    static let empty = RegistrationsRevision(value: 0)
-
-    private static let counter = Atomic<UInt64>(0)
-
-    private init(value: UInt64) {
-        self.value = value
+    init(_ lineage: RegistrationsLineage) {
+        self.lineage = lineage
+        self.count = lineage.count
     }
 
-    /// A revision no builder has had before.
-    static func next() -> RegistrationsRevision {
-        RegistrationsRevision(value: counter.add(1, ordering: .relaxed).newValue)
+    static func == (left: Self, right: Self) -> Bool {
+        left.lineage === right.lineage && left.count == right.count
     }
+}
+
+/// The history of one builder's registrations, shared by its copies until one of them changes.
+///
+/// `@unchecked Sendable`: `count` is written only by a builder that holds the only reference (checked
+/// with `isKnownUniquelyReferenced` in a mutating method, so no other value can be reading it).
+final class RegistrationsLineage: @unchecked Sendable {
+    var count: UInt64 = 0
+
+    init() {}
 }
