@@ -35,6 +35,31 @@ struct FactoryTimeoutTests {
         #expect(log.count(of: "willRemove A") == 1, "released once the abandoned work ended")
     }
 
+    @Test func aSingletonAbandonedWorkReadsIsKeptUntilItEndsThenReleased() async throws {
+        // A singleton with no hooks, which the abandoned factory depends on: the failed build keeps it
+        // in its slot while that work may still read it, and releases it once the work ends, even
+        // while the error (which describes the failed graph) is still held.
+        enum LiveKey: ServiceKey { typealias Value = LiveInstance }
+        let counter = LiveCounter()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.factoryTimeout = .milliseconds(100)
+        builder.provide(LiveKey.self) { LiveInstance(1, in: counter) }
+        builder.provide(HangingKey.self, dependsOn: LiveKey.self) { _ in await Self.hang(until: gate) }
+        let error = try await withDeadline { [builder] in
+            try await #require(throws: ServiceGraphError.self) { _ = try await builder.build() }
+        }
+        #expect(error.codes == [.factoryTimedOut])
+        #expect(counter.count == 1, "the abandoned factory may still be using it")
+        await gate.open()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while counter.count != 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(counter.count == 0, "released once the abandoned work ended")
+        withExtendedLifetime(error) {}
+    }
+
     @Test func aScopedFactoryPastTheTimeoutIsAbandonedAndTheScopeStaysUsable() async throws {
         enum SessionKey: ServiceKey { typealias Value = Int }
         enum CartKey: ServiceKey { typealias Value = String }

@@ -82,10 +82,12 @@ struct SingletonBuild {
             )
         }
         guard problems.isEmpty else {
-            let (now, later) = partitionStartedByAbandonedWork()
+            let (now, later, inUse) = partitionStartedByAbandonedWork()
             problems += await Lifecycle.release(now, of: core)
-            releaseWhenAbandonedWorkEnds(later)
-            core.releaseSingletons()
+            // The singletons abandoned work may still read stay in their slots until it ends: a slot is
+            // read unretained, so emptying it under a reader would free the instance as it is taken.
+            core.releaseSingletons(keeping: inUse)
+            releaseWhenAbandonedWorkEnds(later, thenTheSingletonsKept: inUse != nil)
             let error = ServiceGraphError(problems)
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
             return .failure(error)
@@ -97,9 +99,12 @@ struct SingletonBuild {
 
     /// The started services to release now, and those that abandoned work still depends on
     /// (directly or not), to release once that work ends: a service is never removed while something
-    /// that uses it may still be starting.
-    private func partitionStartedByAbandonedWork() -> (now: [StartedService], later: [StartedService]) {
-        guard !abandoned.isEmpty else { return (log.started, []) }
+    /// that uses it may still be starting. `inUse` marks every slot that work may still read; nil when
+    /// nothing was abandoned.
+    private func partitionStartedByAbandonedWork() -> (
+        now: [StartedService], later: [StartedService], inUse: [Bool]?
+    ) {
+        guard !abandoned.isEmpty else { return (log.started, [], nil) }
         var inUse = Array(repeating: false, count: core.count)
         var stack = Array(abandoned.keys)
         while let slot = stack.popLast() {
@@ -113,17 +118,19 @@ struct SingletonBuild {
         for service in log.started {
             if inUse[service.slot] { later.append(service) } else { now.append(service) }
         }
-        return (now, later)
+        return (now, later, inUse)
     }
 
     /// Releases `services`, in reverse order, in the background once every abandoned task has ended
-    /// (an abandoned instance whose `didAdd` succeeded late is removed by its own task first).
-    private func releaseWhenAbandonedWorkEnds(_ services: [StartedService]) {
-        guard !services.isEmpty else { return }
+    /// (an abandoned instance whose `didAdd` succeeded late is removed by its own task first), then the
+    /// singletons the core kept for that work. Started after the coordinator's last write to the core.
+    private func releaseWhenAbandonedWorkEnds(_ services: [StartedService], thenTheSingletonsKept: Bool) {
+        guard !services.isEmpty || thenTheSingletonsKept else { return }
         let tasks = Array(abandoned.values)
         _ = UnretainingTask.start { [core] in
             for task in tasks { await task.value }
             _ = await Lifecycle.releaseInPlace(services, of: core)
+            if thenTheSingletonsKept { core.releaseSingletons() }
         }
     }
 
@@ -154,7 +161,8 @@ struct SingletonBuild {
     /// a microsecond, counts to it. The log keeps whole microseconds.
     private mutating func startReadyServices() {
         // The singletons' factories are read from the plan's providers through one buffer for the whole
-        // pass, and the core is held once: no reference counting per service for either.
+        // pass, and the core is held once; a factory is copied out (its closures' contexts are empty when
+        // `provide` was inlined where it was called, so the copy retains nothing).
         let (providers, core) = (plan.providers, self.core)
         providers.withUnsafeBufferPointer { providers in
             var lap = clock.now
@@ -206,9 +214,10 @@ struct SingletonBuild {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = core.factoryTimeout.map { FactoryDeadline($0, slot: slot, inbox: inbox) }
-        let factory = core.factory(at: slot)
+        let factory: _AnyFactory
         let box: _AnyBox
         do {
+            factory = try core.factory(at: slot)
             box = try await core.makeBox(at: slot, in: nil)
         } catch {
             if deadline?.factoryFinished() ?? true {

@@ -1,4 +1,4 @@
-/// A created instance's lifecycle hooks, found with one cast when the instance is made, with the
+/// A created instance's lifecycle hooks, found when the instance is made, with the
 /// identity the graph's ``HookClaims`` know it by, worked out once rather than at each claim and
 /// give-back.
 struct InstanceHooks: Sendable {
@@ -14,8 +14,8 @@ struct InstanceHooks: Sendable {
 }
 
 extension _AnyFactory {
-    /// The hooks of the freshly made instance in `box`, if its type adopts ``LifecycleHooks``: the one
-    /// cast an instance gets.
+    /// The hooks of the freshly made instance in `box`, if its type adopts ``LifecycleHooks``: a plain
+    /// test every instance gets (``_AnyFactory/hasHooks(_:)``), then the cast for those that pass it.
     func instanceHooks(of box: _AnyBox) -> InstanceHooks? {
         hooks(of: box).map(InstanceHooks.init)
     }

@@ -20,7 +20,7 @@ extension Registration {
                     isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key }
                 ),
                 site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
-                factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.factory(at: slot),
+                factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.serviceFactory(at: slot),
                 isOverride: false
             )
             registration.isInherited = true

@@ -240,7 +240,7 @@ public final class ServiceScope: Sendable {
     }
 
     private func makeAndAdd(_ slot: Int) async throws {
-        let factory = _core.factory(at: slot)
+        let factory = _core.serviceFactory(at: slot)
         let box: _AnyBox
         let clock = ContinuousClock()
         let start = clock.now

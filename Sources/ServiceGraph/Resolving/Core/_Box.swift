@@ -24,9 +24,10 @@ func _unsafeValue<Value: Sendable>(of stored: _AnyBox, as type: Value.Type) -> V
 /// One non-generic class for every value type: a generic `_Box<Value>` would make the runtime
 /// instantiate a class's metadata for each value type the first time one is boxed, which for an
 /// application's first build costs far more than the build itself (thousands of instructions per
-/// service type, for the demangling and the class initialization). The box knows its value's layout
-/// only through ``_ValueLayout``, made where the key is provided; a typed read is a load at a fixed
-/// offset (``_unsafeValue(as:)``). The builder guarantees by construction that the box in a key's
+/// service type, for the demangling and the class initialization). The box is made from a
+/// ``_ValueLayout`` recorded where the key is provided, and keeps only the value's alignment and type
+/// (to deinitialize it, and to check reads in debug builds); a typed read is a load at a fixed offset
+/// (``_unsafeValue(as:)``). The builder guarantees by construction that the box in a key's
 /// slot holds that key's `Value`.
 @usableFromInline
 final class _ValueBox: @unchecked Sendable {

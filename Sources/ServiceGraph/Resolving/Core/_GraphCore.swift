@@ -18,7 +18,7 @@ import Synchronization
 /// is done.
 @usableFromInline
 final class _GraphCore: @unchecked Sendable {
-    /// Per slot: the key, lifetime and registration site, for errors and dumps.
+    /// Per slot: the key and registration site, for errors and dumps (the lifetime is in ``buffers``).
     let records: [ServiceRecord]
     /// Per slot: the key's name, made on first use.
     let keyNames: KeyNames
@@ -42,15 +42,16 @@ final class _GraphCore: @unchecked Sendable {
     /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
     private let shutDownFlag = Atomic<Bool>(false)
     /// The singletons in the order they were created (a topological order), released in reverse: the
-    /// graph's one creation order (``creationOrder``). Written only by the build's coordinator, before the graph is published,
-    /// so no two accesses can overlap: the run-time exclusivity check (one per singleton) is left out.
+    /// graph's one creation order (``creationOrder``). Written only by the build's coordinator, before
+    /// the graph is published, so no two accesses can overlap: the run-time exclusivity check (one per
+    /// singleton) is left out.
     @exclusivity(unchecked)
     private var creationSlots: [Int32] = []
     /// The plan's providers (the builder's registrations, shared, not copied), for the singletons'
     /// factories until the build is done (``releaseSingletonFactories()``): a built graph keeps only the
     /// factories it may run again, so it does not hold on to the registrations or to what the
-    /// singletons' factories capture. Read and released only by the build's coordinator and the tasks
-    /// it awaits.
+    /// singletons' factories capture. Released only by a successful build's coordinator, once every
+    /// task it started has ended (a build that abandons work fails), and read by those tasks.
     @exclusivity(unchecked)
     private var singletonProviders: [Registration]?
 
@@ -65,7 +66,8 @@ final class _GraphCore: @unchecked Sendable {
     @usableFromInline
     let buffers: _Buffers
 
-    /// Makes the core of a valid plan (no missing edges, no cycles); the plan is not kept.
+    /// Makes the core of a valid plan (no missing edges, no cycles). Of the plan, only its providers are
+    /// kept, until the build is done (``releaseSingletonFactories()``).
     init(
         plan: GraphPlan,
         hookTimeout: Duration?,
@@ -201,20 +203,20 @@ final class _GraphCore: @unchecked Sendable {
 // MARK: - Factories
 
 extension _GraphCore {
-    /// The factory at `slot` (a copy); only for slots whose factory is still held: every transient and
-    /// scoped service's, and the singletons' until the build is done.
-    func factory(at slot: Int) -> _AnyFactory {
-        withFactory(at: slot) { copy $0 }
+    /// The factory at `slot` (a copy): a transient or scoped service's, or a singleton's while the build
+    /// runs. A singleton's factory asked for after the build released it (only work a build abandoned
+    /// could ask) throws `CancellationError`, as an emptied singleton slot does.
+    func factory(at slot: Int) throws -> _AnyFactory {
+        buffers.checkSlot(slot)
+        guard buffers.lifetimes[slot] == .singleton else { return buffers.withFactory(at: slot) { copy $0 } }
+        guard let providers = singletonProviders else { throw CancellationError() }
+        return providers[slot].factory
     }
 
-    /// Calls `body` with the factory at `slot` in place (no copy, so no retain of what it captures);
-    /// only for slots whose factory is still held.
-    func withFactory<Result>(at slot: Int, _ body: (borrowing _AnyFactory) throws -> Result) rethrows -> Result {
-        buffers.checkSlot(slot)
-        guard buffers.lifetimes[slot] == .singleton else { return try buffers.withFactory(at: slot, body) }
-        _internalInvariant(singletonProviders != nil, "the factory of singleton \(slot) was released")
-        // Safety: the build reads these only before `releaseSingletonFactories`.
-        return try singletonProviders.unsafelyUnwrapped.withUnsafeBufferPointer { try body($0[slot].factory) }
+    /// The factory of the transient or scoped service at `slot` (a copy), which a built graph always
+    /// holds.
+    func serviceFactory(at slot: Int) -> _AnyFactory {
+        buffers.withFactory(at: slot) { copy $0 }
     }
 
     /// Frees the singletons' factories. Called by the build once every singleton exists: the graph never
@@ -247,10 +249,11 @@ extension _GraphCore {
         creationSlots.append(Int32(truncatingIfNeeded: slot))
     }
 
-    /// Drops every singleton, most recently created first: a failed build's rollback, and the core's
-    /// `deinit`. The creation order stays, for the failed build's report.
-    func releaseSingletons() {
-        for slot in creationSlots.reversed().lazy.map(Int.init) {
+    /// Drops every singleton but those `kept` marks, most recently created first: a failed build's
+    /// rollback (which keeps those that work it abandoned may still read, and drops them once that
+    /// work ends), and the core's `deinit`. The creation order stays, for the failed build's report.
+    func releaseSingletons(keeping kept: [Bool]? = nil) {
+        for slot in creationSlots.reversed().lazy.map(Int.init) where kept?[slot] != true {
             // Safety: gives back the retain `storeSingleton` took, once (the slot is nil afterwards).
             buffers.singletons[slot]?.release()
             buffers.singletons[slot] = nil
