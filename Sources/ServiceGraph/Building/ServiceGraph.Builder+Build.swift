@@ -18,9 +18,14 @@ extension ServiceGraph.Builder {
     /// before anything that depends on it is created. If a factory or a `didAdd` throws, every service
     /// already started is released in reverse order and nothing is left alive.
     ///
+    /// The build runs on the caller's executor (`nonisolated(nonsending)`), with no hop to another
+    /// executor and back: synchronous factories run there, in dependency order; asynchronous factories
+    /// and `didAdd` hooks run in tasks of their own. To keep a large build off an actor (the main actor of
+    /// an app), call it from a task of its own.
+    ///
     /// - Returns: The built graph.
     /// - Throws: A ``ServiceGraphError``: the validation problems, or the failing service with its path.
-    public func build() async throws(ServiceGraphError) -> ServiceGraph {
+    public nonisolated(nonsending) func build() async throws(ServiceGraphError) -> ServiceGraph {
         let plan = try validatedPlan()
         // A child graph is registered with its parent before anything runs, so the parent's shutdown
         // waits for the build, and a parent that is shut down builds no child.

@@ -38,7 +38,7 @@ struct SingletonBuild {
     }
 
     /// Builds every singleton, or releases what was built and returns the problems.
-    mutating func run() async -> Result<BuildLog, ServiceGraphError> {
+    nonisolated(nonsending) mutating func run() async -> Result<BuildLog, ServiceGraphError> {
         let start = clock.now
         core.events.send(ServiceGraphEvent(.buildStarted))
         var isAbandoned = false

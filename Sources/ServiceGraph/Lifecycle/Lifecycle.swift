@@ -23,7 +23,10 @@ enum Lifecycle {
     /// by the graph's hook timeout only.
     ///
     /// - Returns: One problem per hook that failed, in the order they ran.
-    static func release(_ started: [StartedService], of core: _GraphCore) async -> [ServiceGraphError.Problem] {
+    nonisolated(nonsending) static func release(
+        _ started: [StartedService],
+        of core: _GraphCore
+    ) async -> [ServiceGraphError.Problem] {
         guard !started.isEmpty else { return [] }
         return await UnretainingTask.start { await releaseInPlace(started, of: core) }.value
     }

@@ -229,7 +229,7 @@ public final class ServiceGraph: Sendable {
     }
 
     /// Waits until every scope and child graph has finished.
-    private func waitForDependents() async {
+    private nonisolated(nonsending) func waitForDependents() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let drained = state.withLock { state in
                 if state.unfinished == 0 { return true }
@@ -247,10 +247,11 @@ public final class ServiceGraph: Sendable {
     /// Each hook runs exactly once, even when shutdown is called again or concurrently (later calls
     /// wait for the first and report the same result). A hook that throws does not stop the others.
     /// Cancelling the task that calls `shutdown()` does not cut the cleanup short: every hook still
-    /// runs, bounded by ``Builder/hookTimeout`` only.
+    /// runs, bounded by ``Builder/hookTimeout`` only. Like ``Builder/build()``, it runs on the caller's
+    /// executor; the hooks run in a task of their own.
     ///
     /// - Throws: A ``ServiceGraphError`` with every hook failure, the children's and scopes' included.
-    public func shutdown() async throws(ServiceGraphError) {
+    public nonisolated(nonsending) func shutdown() async throws(ServiceGraphError) {
         let role = state.withLock { state -> ShutdownRole in
             switch state.shutdown.start() {
             case .finished(let problems): return .done(problems)
@@ -276,7 +277,10 @@ public final class ServiceGraph: Sendable {
 
     /// The one shutdown of this graph, run in the caller's task: no task object outlives the release
     /// holding the instances it released.
-    private func runShutdown(children: [ServiceGraph], scopes: [ServiceScope]) async -> [ServiceGraphError.Problem] {
+    private nonisolated(nonsending) func runShutdown(
+        children: [ServiceGraph],
+        scopes: [ServiceScope]
+    ) async -> [ServiceGraphError.Problem] {
         let start = ContinuousClock.now
         var found: [ServiceGraphError.Problem] = []
         for child in children {
