@@ -191,7 +191,7 @@ struct SingletonBuild {
                 let elapsed = lap.duration(to: end)
                 lap = end
                 // A plain test first: making the hooks' existential is for the instances that have them.
-                if factory.hasHooks(box), let hooks = claimedHooks(of: box, madeBy: factory) {
+                if factory.hasHooks(box), let hooks = factory.claimedHooks(of: box, in: core.hookClaims) {
                     running[slot] = UnretainingTask.start { [core, inbox] in
                         await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                     }
@@ -200,13 +200,6 @@ struct SingletonBuild {
                 }
             }
         }
-    }
-
-    /// The hooks of a freshly made instance that this graph must run; nil when this graph or an
-    /// ancestor already runs them.
-    private func claimedHooks(of box: _AnyBox, madeBy factory: _AnyFactory) -> InstanceHooks? {
-        guard let hooks = factory.instanceHooks(of: box) else { return nil }
-        return core.hookClaims.claim(hooks) ? hooks : nil
     }
 
     /// Runs an asynchronous factory (within the factory timeout), then `didAdd`.
@@ -228,7 +221,7 @@ struct SingletonBuild {
         // Too late: the build has given up on this factory, and its instance never started.
         guard deadline?.factoryFinished() ?? true else { return }
         let elapsed = start.duration(to: clock.now)
-        guard let hooks = factory.instanceHooks(of: box), core.hookClaims.claim(hooks) else {
+        guard let hooks = factory.claimedHooks(of: box, in: core.hookClaims) else {
             inbox.post(.created(slot: slot, box: box, hooks: nil, factory: elapsed, didAdd: nil))
             return
         }

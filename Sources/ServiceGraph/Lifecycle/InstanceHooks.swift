@@ -19,4 +19,11 @@ extension _AnyFactory {
     func instanceHooks(of box: _AnyBox) -> InstanceHooks? {
         hooks(of: box).map(InstanceHooks.init)
     }
+
+    /// The hooks of the freshly made instance in `box` that `claims`' graph must run: nil when it has
+    /// none, or when that graph or an ancestor already runs them.
+    func claimedHooks(of box: _AnyBox, in claims: HookClaims) -> InstanceHooks? {
+        guard let hooks = instanceHooks(of: box), claims.claim(hooks) else { return nil }
+        return hooks
+    }
 }

@@ -260,7 +260,7 @@ public final class ServiceScope: Sendable {
             state.withLock { _ = $0.creating.removeValue(forKey: slot) }
             throw _core.failure(error, at: slot)
         }
-        let hooks = factory.instanceHooks(of: box).flatMap { _core.hookClaims.claim($0) ? $0 : nil }
+        let hooks = factory.claimedHooks(of: box, in: _core.hookClaims)
         if let hooks {
             do {
                 try await Lifecycle.didAdd(hooks, of: slot, in: _core)

@@ -208,7 +208,7 @@ extension _GraphCore {
     /// could ask) throws `CancellationError`, as an emptied singleton slot does.
     func factory(at slot: Int) throws -> _AnyFactory {
         buffers.checkSlot(slot)
-        guard buffers.lifetimes[slot] == .singleton else { return buffers.withFactory(at: slot) { copy $0 } }
+        guard buffers.lifetimes[slot] == .singleton else { return serviceFactory(at: slot) }
         guard let providers = singletonProviders else { throw CancellationError() }
         return providers[slot].factory
     }
