@@ -121,4 +121,59 @@ struct BuilderCopyTests {
         #expect(graph[second].label == "second")
         try await graph.shutdown()
     }
+
+    /// A builder of `count` generated services in a chain (service `i` depends on `i - 1`), so the
+    /// value of service `i` is `i + 1` plus any override below it.
+    private static func chain(_ count: Int) -> ServiceGraph.Builder {
+        var builder = ServiceGraph.Builder()
+        for index in 0..<count {
+            GeneratedKeys.provide(index, dependsOn: index == 0 ? [] : [index - 1], into: &builder)
+        }
+        return builder
+    }
+
+    private static func value(of index: Int, in graph: ServiceGraph) throws -> Int {
+        func open<Key: GeneratedKey>(_ key: Key.Type) throws -> Int { try graph.resolveSynchronously(key).value }
+        return try open(GeneratedKeys.key(index))
+    }
+
+    private static func override(_ index: Int, value: Int, asDouble: Bool, in builder: inout ServiceGraph.Builder) {
+        func open<Key: GeneratedKey>(_ key: Key.Type) {
+            let service = GeneratedService(index: index, value: value)
+            if asDouble {
+                _ = builder.override(key, withDouble: { service }, as: { $0 })
+            } else {
+                builder.override(key, with: service)
+            }
+        }
+        open(GeneratedKeys.key(index))
+    }
+
+    @Test func copiesOfABuilderPastManyChunksOfRegistrationsStayIndependent() async throws {
+        // Registrations are kept in chunks of 256: copies share them until one is changed.
+        let base = Self.chain(700)
+        var longer = base
+        GeneratedKeys.provide(700, dependsOn: [699], into: &longer)
+        var overridden = base
+        // An override of a key in the first chunk, and a double of a key in the third (a double
+        // removes earlier doubles of its key, rewriting the list).
+        Self.override(10, value: 1_000, asDouble: false, in: &overridden)
+        Self.override(600, value: 5, asDouble: true, in: &overridden)
+        Self.override(600, value: 7, asDouble: true, in: &overridden)
+
+        let baseGraph = try await base.build()
+        #expect(try Self.value(of: 699, in: baseGraph) == 700)
+        #expect(throws: ServiceGraphError.self) { try Self.value(of: 700, in: baseGraph) }
+        let longerGraph = try await longer.build()
+        #expect(try Self.value(of: 700, in: longerGraph) == 701)
+        let overriddenGraph = try await overridden.build()
+        #expect(try Self.value(of: 9, in: overriddenGraph) == 10)
+        #expect(try Self.value(of: 11, in: overriddenGraph) == 1_001)
+        #expect(try Self.value(of: 600, in: overriddenGraph) == 7)
+        #expect(try Self.value(of: 699, in: overriddenGraph) == 7 + 99)
+        // The base is as it was, after its copies were changed and built.
+        let again = try await base.build()
+        #expect(try Self.value(of: 699, in: again) == 700)
+        for graph in [baseGraph, longerGraph, overriddenGraph, again] { try await graph.shutdown() }
+    }
 }

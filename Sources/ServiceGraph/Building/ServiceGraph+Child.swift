@@ -25,7 +25,9 @@ extension ServiceGraph {
         builder.factoryTimeout = core.factoryTimeout
         builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
-        builder.registrations = (0..<core.count).map { Registration(inheritedFrom: self, at: $0) }
+        builder.registrations = RegistrationList(
+            (0..<core.count).lazy.map { Registration(inheritedFrom: self, at: $0) }
+        )
         return builder
     }
 }

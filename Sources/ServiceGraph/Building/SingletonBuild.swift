@@ -160,44 +160,42 @@ struct SingletonBuild {
     /// of the service before it, or the start of this pass), so the bookkeeping in between, well under
     /// a microsecond, counts to it. The log keeps whole microseconds.
     private mutating func startReadyServices() {
-        // The singletons' factories are read from the plan's providers through one buffer for the whole
-        // pass, and the core is held once; a factory is copied out (its closures' contexts are empty when
+        // The singletons' factories are read in place from the plan's providers (the builder's, shared),
+        // and the core is held once; a factory is copied out (its closures' contexts are empty when
         // `provide` was inlined where it was called, so the copy retains nothing).
         let (providers, core) = (plan.providers, self.core)
-        providers.withUnsafeBufferPointer { providers in
-            var lap = clock.now
-            var isCancelled = Task.isCancelled
-            while problems.isEmpty, !isCancelled, nextReady < ready.count {
-                // Cancellation is looked at every 64 services: a look costs as much as a small factory.
-                if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
-                let slot = ready[nextReady]
-                nextReady += 1
-                let factory = providers[slot].factory
-                guard factory.isSynchronous else {
-                    running[slot] = UnretainingTask.start { [core, inbox] in
-                        await Self.create(slot, in: core, reportingTo: inbox)
-                    }
-                    lap = clock.now
-                    continue
+        var lap = clock.now
+        var isCancelled = Task.isCancelled
+        while problems.isEmpty, !isCancelled, nextReady < ready.count {
+            // Cancellation is looked at every 64 services: a look costs as much as a small factory.
+            if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
+            let slot = ready[nextReady]
+            nextReady += 1
+            let factory = providers[slot].factory
+            guard factory.isSynchronous else {
+                running[slot] = UnretainingTask.start { [core, inbox] in
+                    await Self.create(slot, in: core, reportingTo: inbox)
                 }
-                let box: _AnyBox
-                do {
-                    box = try core.makeBoxSynchronously(at: slot, with: factory)
-                } catch {
-                    problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
-                    continue
+                lap = clock.now
+                continue
+            }
+            let box: _AnyBox
+            do {
+                box = try core.makeBoxSynchronously(at: slot, with: factory)
+            } catch {
+                problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
+                continue
+            }
+            let end = clock.now
+            let elapsed = lap.duration(to: end)
+            lap = end
+            // A plain test first: making the hooks' existential is for the instances that have them.
+            if factory.hasHooks(box), let hooks = factory.claimedHooks(of: box, in: core.hookClaims) {
+                running[slot] = UnretainingTask.start { [core, inbox] in
+                    await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                 }
-                let end = clock.now
-                let elapsed = lap.duration(to: end)
-                lap = end
-                // A plain test first: making the hooks' existential is for the instances that have them.
-                if factory.hasHooks(box), let hooks = factory.claimedHooks(of: box, in: core.hookClaims) {
-                    running[slot] = UnretainingTask.start { [core, inbox] in
-                        await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
-                    }
-                } else {
-                    finish(slot, box, factory: elapsed, didAdd: nil)
-                }
+            } else {
+                finish(slot, box, factory: elapsed, didAdd: nil)
             }
         }
     }

@@ -7,7 +7,7 @@ struct GraphPlan: Sendable {
     static let missing = -1
 
     /// The effective provider of each slot, after overrides; slots follow first registration order.
-    let providers: [Registration]
+    let providers: RegistrationList
     /// For each slot, the slots of its declared dependencies (in declaration order) and of its
     /// dependents.
     let edges: Edges
@@ -31,14 +31,14 @@ struct GraphPlan: Sendable {
 
     var count: Int { providers.count }
 
-    init(_ registrations: [Registration]) {
+    init(_ registrations: RegistrationList) {
         var table = KeyTable(capacity: registrations.count)
         var duplicates: [(first: Registration, again: Registration)] = []
         var unknownOverrides: [Registration] = []
         var providers = registrations
         // The common case (no duplicates, no overrides) keeps the registrations as they are, shared.
         var isPlain = true
-        // Fields are read in place (`registrations[index].isOverride`): a `for in` over the array would
+        // Fields are read in place (`registrations[index].isOverride`): a `for in` over the list would
         // copy each registration, retaining its factory and dependency list.
         for index in registrations.indices {
             if registrations[index].isOverride || table.insert(registrations[index].keyID, slot: index) != nil {
@@ -48,8 +48,7 @@ struct GraphPlan: Sendable {
         }
         if !isPlain {
             table = KeyTable(capacity: registrations.count)
-            providers = []
-            providers.reserveCapacity(registrations.count)
+            providers = RegistrationList()
             for registration in registrations where !registration.isOverride {
                 if let existing = table.insert(registration.keyID, slot: providers.count) {
                     let first = providers[existing]
@@ -130,7 +129,7 @@ struct GraphPlan: Sendable {
     var names: [String] { keyNames.all }
 
     /// The keys depended on that have no provider, each once, in the order they are first depended on.
-    private static func missingKeys(of providers: [Registration], edges: Edges) -> [any ServiceKey.Type] {
+    private static func missingKeys(of providers: RegistrationList, edges: Edges) -> [any ServiceKey.Type] {
         var seen: Set<ObjectIdentifier> = []
         var missing: [any ServiceKey.Type] = []
         for slot in providers.indices {

@@ -13,7 +13,7 @@ extension ServiceGraph {
     /// ```
     public struct Builder: Sendable {
         /// Every `provide` and `override` call, in order.
-        var registrations: [Registration] = [] {
+        var registrations = RegistrationList() {
             didSet {
                 if !isKnownUniquelyReferenced(&lineage) { lineage = RegistrationsLineage() }
                 lineage.count &+= 1

@@ -20,7 +20,7 @@ final class ValidatedPlanCache: Sendable {
     /// already hold those of `revision`.
     func checkedPlan(
         for revision: RegistrationsRevision,
-        of registrations: [Registration]
+        of registrations: RegistrationList
     ) -> CheckedPlan {
         if let checked = entry.withLock({ $0?.revision == revision ? $0?.checked : nil }) {
             return checked

@@ -53,7 +53,7 @@ final class _GraphCore: @unchecked Sendable {
     /// singletons' factories capture. Released only by a successful build's coordinator, once every
     /// task it started has ended (a build that abandons work fails), and read by those tasks.
     @exclusivity(unchecked)
-    private var singletonProviders: [Registration]?
+    private var singletonProviders: RegistrationList?
 
     /// The key table, copied into two raw buffers (identities, slots): see ``KeyTable``.
     @usableFromInline
