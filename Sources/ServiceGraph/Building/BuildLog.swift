@@ -1,8 +1,10 @@
 /// What a build notes as it goes: how long each service took (the creation order is the core's
 /// ``_GraphCore/creationOrder``).
 struct BuildLog: Sendable {
-    /// Per slot, how long the factory took in microseconds (-1 for services the build did not create).
-    var factoryMicroseconds: [Int32]
+    /// How long each factory that took a microsecond or more ran, in microseconds, by slot: most
+    /// synchronous factories take less (they count as zero), so a large graph keeps nothing per
+    /// service for them.
+    var slowFactoryMicroseconds: [Int: Int32] = [:]
     /// How long each `didAdd` took in microseconds, by slot: few services have hooks, so this is
     /// not a per-slot array.
     var didAddMicroseconds: [Int: Int32] = [:]
@@ -11,12 +13,9 @@ struct BuildLog: Sendable {
     /// Wall-clock time of the whole build.
     var totalDuration: Duration = .zero
 
-    init(count: Int) {
-        factoryMicroseconds = Array(repeating: -1, count: count)
-    }
-
-    func factoryDuration(_ slot: Int) -> Duration? {
-        factoryMicroseconds[slot] < 0 ? nil : .microseconds(factoryMicroseconds[slot])
+    /// How long the factory of `slot`, a service the build created, took (to the microsecond).
+    func factoryDuration(_ slot: Int) -> Duration {
+        .microseconds(slowFactoryMicroseconds[slot] ?? 0)
     }
 
     func didAddDuration(_ slot: Int) -> Duration? {

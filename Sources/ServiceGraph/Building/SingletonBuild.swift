@@ -32,7 +32,7 @@ struct SingletonBuild {
     init(plan: GraphPlan, core: _GraphCore) {
         self.core = core
         self.plan = plan
-        self.log = BuildLog(count: core.count)
+        self.log = BuildLog()
         self.countdown = Topology.Countdown(plan.edges)
         self.ready = countdown.initiallyReady.filter { plan.lifetimes[$0] == .singleton }
     }
@@ -267,7 +267,9 @@ struct SingletonBuild {
         core.storeSingleton(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         // Most synchronous factories take well under a microsecond: no conversion for them.
-        log.factoryMicroseconds[slot] = factory < Self.microsecond ? 0 : Int32(clamping: factory.wholeMicroseconds)
+        if factory >= Self.microsecond {
+            log.slowFactoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
+        }
         if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
         countdown.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }

@@ -7,7 +7,7 @@ extension ServiceGraph {
         func entry(_ slot: Int) -> StartupReport.Entry {
             StartupReport.Entry(
                 key: core.name(slot),
-                factory: log.factoryDuration(slot) ?? .zero,
+                factory: log.factoryDuration(slot),
                 didAdd: log.didAddDuration(slot) ?? .zero
             )
         }

@@ -23,7 +23,7 @@ extension _GraphCore {
     func failure(_ error: any Error, at slot: Int) -> ServiceGraphError {
         if let error = error as? ServiceGraphError {
             guard error.problems.count == 1, let problem = error.problems.first else { return error }
-            return ServiceGraphError(problem.prepending(records[slot].key))
+            return ServiceGraphError(problem.prepending(key(at: slot)))
         }
         let name = name(slot)
         return ServiceGraphError(
@@ -81,13 +81,13 @@ extension _GraphCore {
     ) -> ServiceGraphError.Problem {
         // The message keeps the keys and their names, not the core: an error must not keep a graph's
         // services alive.
-        let (records, keyNames) = (records, keyNames)
+        let (identities, keyNames) = (identities, keyNames)
         return .init(.keyNotFound, key: name) {
             NameSuggestions.notFoundMessage(
                 for: name,
                 key: key,
                 valueType: valueType,
-                among: records.map(\.key),
+                among: identities.keys,
                 named: keyNames
             )
         }

@@ -41,7 +41,7 @@ struct GraphPlan: Sendable {
         // Fields are read in place (`registrations[index].isOverride`): a `for in` over the list would
         // copy each registration, retaining its factory and dependency list.
         for index in registrations.indices {
-            if registrations[index].isOverride || table.insert(registrations[index].keyID, slot: index) != nil {
+            if registrations[index].isOverride || table.insert(registrations[index].keyID) != nil {
                 isPlain = false
                 break
             }
@@ -50,7 +50,7 @@ struct GraphPlan: Sendable {
             table = KeyTable(capacity: registrations.count)
             providers = RegistrationList()
             for registration in registrations where !registration.isOverride {
-                if let existing = table.insert(registration.keyID, slot: providers.count) {
+                if let existing = table.insert(registration.keyID) {
                     let first = providers[existing]
                     if first.isInherited {
                         providers[existing] = registration  // the child's own provider comes first

@@ -17,7 +17,7 @@ extension Registration {
                 key: key,
                 lifetime: lifetime,
                 dependencies: _DependencyKeys(
-                    isSingleton ? [] : core.dependencies(of: slot).map { core.records[$0].key }
+                    isSingleton ? [] : core.dependencies(of: slot).map(core.key(at:))
                 ),
                 site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
                 factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.serviceFactory(at: slot),
@@ -26,6 +26,6 @@ extension Registration {
             registration.isInherited = true
             return registration
         }
-        self = inherit(service.key)
+        self = inherit(core.key(at: slot))
     }
 }

@@ -221,11 +221,11 @@ public final class ServiceScope: Sendable {
             if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
             try await task.value
         case .closed:
-            throw ServiceGraphError(closedProblem(_core.records[slot].key.serviceName))
+            throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
         }
         // Made, then released by a close that came in between.
         guard let box = instances.box(at: slot) else {
-            throw ServiceGraphError(closedProblem(_core.records[slot].key.serviceName))
+            throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
         }
         return box
     }

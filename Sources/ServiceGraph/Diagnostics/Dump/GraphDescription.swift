@@ -110,7 +110,7 @@ struct GraphDescription: Sendable {
             let record = core.records[slot]
             return Service(
                 name: names[slot],
-                valueType: valueTypes.name(for: record.key),
+                valueType: valueTypes.name(for: core.key(at: slot)),
                 lifetime: core.lifetime(of: slot),
                 site: RegistrationSite(fileID: files[Int(record.fileIndex)], line: Int(record.line)),
                 isOverride: record.isOverride

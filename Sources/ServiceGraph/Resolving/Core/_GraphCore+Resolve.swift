@@ -53,7 +53,7 @@ extension _GraphCore {
         in scope: ServiceScope?,
         startsChain: Bool = true
     ) async throws -> _AnyBox {
-        if let box = buffers.singletons[slot] { return box.takeUnretainedValue() }
+        if let box = buffers.singletonBox(at: slot) { return box.takeUnretainedValue() }
         switch lifetime(of: slot) {
         case .transient:
             if startsChain {

@@ -199,7 +199,7 @@ extension _GraphCore {
                     let dependency = Int(buffers.dependencySlots[frame.position])
                     frames[top].position += 1
                     // A singleton is read where its value is asked for; only transients are made here.
-                    if buffers.singletons[dependency] != nil { continue }
+                    if buffers.singletonBox(at: dependency) != nil { continue }
                     guard buffers.lifetimes[dependency] == .transient else {
                         throw unwinding(core.requiresAwaitError(dependency))
                     }
@@ -307,7 +307,7 @@ extension _GraphCore {
         let end = Int(buffers.dependencyStart[slot + 1])
         for position in start..<end {
             let dependency = Int(buffers.dependencySlots[position])
-            if buffers.singletons[dependency] != nil { continue }
+            if buffers.singletonBox(at: dependency) != nil { continue }
             let box = try await awaitedBox(at: dependency, in: scope, startsChain: false)
             if prepared == nil { prepared = _PreparedValues() }
             prepared?.boxes.append(box)
