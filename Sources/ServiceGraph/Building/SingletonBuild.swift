@@ -5,6 +5,12 @@
 /// tasks of their own that report to the coordinator's ``BuildInbox``, so the build takes as long as
 /// the graph's critical path. A service starts once all its dependencies are ready.
 ///
+/// Two phases. While every service is done as soon as it is made (a synchronous factory, no hooks to
+/// run), the build follows the plan's order, a plain loop with nothing to count. At the first service
+/// that is not (its factory is asynchronous, or `didAdd` must run), it counts for each remaining
+/// service its dependencies not yet ready (``Topology/Countdown``), and from then on starts services
+/// as they become ready.
+///
 /// On the first failure nothing new starts, the running work is cancelled and awaited, and everything
 /// that did start is released in reverse order. When the caller cancels the build, it returns at
 /// once: work that ignores cancellation is abandoned (an abandoned instance is dropped, or released by
@@ -12,8 +18,11 @@
 struct SingletonBuild {
     private let core: _GraphCore
     private let plan: GraphPlan
-    /// Which services have all their dependencies ready.
-    private var countdown: Topology.Countdown
+    /// Where the first phase is in the plan's order.
+    private var nextInOrder = 0
+    /// Which services have all their dependencies ready: nil in the first phase.
+    private var countdown: Topology.Countdown?
+    /// In the second phase, the services ready to start, and how many have been started.
     private var ready: [Int] = []
     private var nextReady = 0
     /// The tasks at work on a service (an async factory, a `didAdd`), by slot.
@@ -33,8 +42,6 @@ struct SingletonBuild {
         self.core = core
         self.plan = plan
         self.log = BuildLog()
-        self.countdown = Topology.Countdown(plan.edges)
-        self.ready = countdown.initiallyReady.filter { plan.lifetimes[$0] == .singleton }
     }
 
     /// Builds every singleton, or releases what was built and returns the problems.
@@ -163,19 +170,31 @@ struct SingletonBuild {
         // The singletons' factories are read in place from the plan's providers (the builder's, shared),
         // and the core is held once; a factory is copied out (its closures' contexts are empty when
         // `provide` was inlined where it was called, so the copy retains nothing).
-        let (providers, core) = (plan.providers, self.core)
+        let (providers, core, order) = (plan.providers, self.core, plan.order)
+        let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
         var lap = clock.now
         var isCancelled = Task.isCancelled
-        while problems.isEmpty, !isCancelled, nextReady < ready.count {
-            // Cancellation is looked at every 64 services: a look costs as much as a small factory.
-            if nextReady & 63 == 63 { isCancelled = Task.isCancelled }
-            let slot = ready[nextReady]
-            nextReady += 1
+        while problems.isEmpty, !isCancelled {
+            let slot: Int
+            if countdown == nil {
+                guard nextInOrder < order.count else { return }
+                slot = order[nextInOrder]
+                nextInOrder += 1
+                // Cancellation is looked at every 64 services: a look costs as much as a small factory.
+                if nextInOrder & 63 == 0 { isCancelled = Task.isCancelled }
+                if lifetimes[slot] != .singleton { continue }
+            } else {
+                guard nextReady < ready.count else { return }
+                slot = ready[nextReady]
+                nextReady += 1
+                if nextReady & 63 == 0 { isCancelled = Task.isCancelled }
+            }
             let factory = providers[slot].factory
             guard factory.isSynchronous else {
                 running[slot] = UnretainingTask.start { [core, inbox] in
                     await Self.create(slot, in: core, reportingTo: inbox)
                 }
+                startCountingDown()
                 lap = clock.now
                 continue
             }
@@ -194,10 +213,25 @@ struct SingletonBuild {
                 running[slot] = UnretainingTask.start { [core, inbox] in
                     await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                 }
+                startCountingDown()
             } else {
                 finish(slot, box, factory: elapsed, didAdd: nil)
             }
         }
+    }
+
+    /// Ends the first phase: from here on, a service starts when its last dependency is ready. The
+    /// services the first phase made are ready; the one it just started in a task, and those after
+    /// it in the order, are not.
+    private mutating func startCountingDown() {
+        guard countdown == nil else { return }
+        let (core, lifetimes) = (self.core, plan.lifetimes)
+        let countdown = Topology.Countdown(plan.edges) { core.buffers.singletonBox(at: $0) != nil }
+        for slot in plan.order[nextInOrder...]
+        where lifetimes[slot] == .singleton && countdown.isReady(slot) && running[slot] == nil {
+            ready.append(slot)
+        }
+        self.countdown = countdown
     }
 
     /// Runs an asynchronous factory (within the factory timeout), then `didAdd`.
@@ -271,8 +305,10 @@ struct SingletonBuild {
             log.slowFactoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
         }
         if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
+        // In the first phase, the plan's order is a topological one: nothing to count.
+        guard countdown != nil else { return }
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
-        countdown.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }
+        countdown!.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }
     }
 
     private static let microsecond = Duration.microseconds(1)

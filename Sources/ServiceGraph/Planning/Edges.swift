@@ -74,12 +74,14 @@ struct Edges: Sendable {
         dependencyTargets[Int(dependencyStart[node])..<Int(dependencyStart[node + 1])].lazy.map(Int.init)
     }
 
-    /// Whether some edge names something outside the graph (a missing key).
-    var hasMissingTargets: Bool { dependentSources.count != dependencyTargets.count }
+    /// The positions of `node`'s dependencies among all edges (see ``target(ofEdge:)``).
+    func edgeRange(of node: Int) -> Range<Int> {
+        Int(dependencyStart[node])..<Int(dependencyStart[node + 1])
+    }
 
-    /// How many dependencies `node` declares, missing ones included.
-    func dependencyCount(of node: Int) -> Int {
-        Int(dependencyStart[node + 1] - dependencyStart[node])
+    /// The target of the edge at `position` (a position in some node's ``edgeRange(of:)``).
+    func target(ofEdge position: Int) -> Int {
+        Int(dependencyTargets[position])
     }
 
     /// Calls `body` with each dependency of `node`, in declaration order, without making a slice.
