@@ -11,6 +11,30 @@ private enum Parallel5: ServiceKey { typealias Value = Int }
 private enum Parallel6: ServiceKey { typealias Value = Int }
 private enum Parallel7: ServiceKey { typealias Value = Int }
 private enum Joined: ServiceKey { typealias Value = Int }
+private enum OrderX: ServiceKey { typealias Value = String }
+private enum OrderY: ServiceKey { typealias Value = String }
+private enum OrderZ: ServiceKey { typealias Value = String }
+private enum OrderW: ServiceKey { typealias Value = String }
+private enum SlowStartKey: ServiceKey { typealias Value = SlowStart }
+private enum AfterSlowStart: ServiceKey { typealias Value = String }
+private enum BesideSlowStart: ServiceKey { typealias Value = String }
+
+/// A service whose `didAdd` takes a while.
+private final class SlowStart: LifecycleHooks, Sendable {
+    let log: EventLog
+
+    init(log: EventLog) {
+        self.log = log
+        log.record("init slow")
+    }
+
+    func didAdd() async throws {
+        try await Task.sleep(for: .milliseconds(100))
+        log.record("didAdd slow done")
+    }
+
+    func willRemove() async throws {}
+}
 
 @Suite("Build order and concurrency")
 struct BuildOrderTests {
@@ -98,5 +122,37 @@ struct BuildOrderTests {
         let graph = try await builder.build()
         #expect(calls.count == 0)
         #expect(graph.initializationOrder == ["StringKey"])
+    }
+
+    @Test func singletonsAreMadeDepthFirstInDeclarationOrder() async throws {
+        // Each service right after what it depends on, in the order they were declared.
+        var builder = ServiceGraph.Builder()
+        builder.provide(OrderX.self) { "x" }
+        builder.provide(OrderY.self, dependsOn: OrderZ.self) { "y" + $0 }
+        builder.provide(OrderW.self) { "w" }
+        builder.provide(OrderZ.self) { "z" }
+        let graph = try await builder.build()
+        #expect(graph.initializationOrder == ["OrderX", "OrderZ", "OrderY", "OrderW"])
+        #expect(graph[OrderY.self] == "yz")
+        try await graph.shutdown()
+    }
+
+    @Test func aDidAddStillRunningHoldsBackOnlyItsDependents() async throws {
+        // The service after one whose didAdd must run waits for it; the one beside it does not.
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(SlowStartKey.self) { SlowStart(log: log) }
+        builder.provide(AfterSlowStart.self, dependsOn: SlowStartKey.self) { _ in
+            log.record("init after")
+            return "after"
+        }
+        builder.provide(BesideSlowStart.self) {
+            log.record("init beside")
+            return "beside"
+        }
+        let graph = try await builder.build()
+        #expect(log.all == ["init slow", "init beside", "didAdd slow done", "init after"])
+        #expect(graph.initializationOrder == ["BesideSlowStart", "SlowStartKey", "AfterSlowStart"])
+        try await graph.shutdown()
     }
 }
