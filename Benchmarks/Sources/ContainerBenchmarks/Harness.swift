@@ -91,7 +91,7 @@ func measureAsync(_ effort: Effort, _ body: (Int) async throws -> Void) async re
 
 /// Like ``measureAsync(_:_:)`` for several contenders at once: each is calibrated on its own, then
 /// the samples alternate between them, so a slow spell on a shared machine hits them all alike.
-func measureInterleaved(
+nonisolated(nonsending) func measureInterleaved(
     _ effort: Effort,
     _ contenders: [(Int) async throws -> Void]
 ) async throws -> [Double] {

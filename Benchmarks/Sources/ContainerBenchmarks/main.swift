@@ -33,6 +33,13 @@ if arguments.contains("--profile-build") {
     exit(0)
 }
 
+if arguments.contains("--distinct") {
+    // Only the rows of 1,000 distinct types.
+    try await distinctTypeRows(Effort.full)
+    printTable(results)
+    exit(0)
+}
+
 if arguments.contains("--scale") {
     // Only the scale rows, every size (the full run has them too).
     let figures = try await scaleRows(Effort.full, sizes: Effort.full.scaleSizes)
@@ -253,64 +260,7 @@ do {
     record("build 1000 static keys (one type)", "ServiceGraph", serviceGraph, unit: "ns/service")
 }
 
-print("Scenario: build 1,000 services of 1,000 distinct types (a random DAG, 2 dependencies on average)")
-do {
-    let size = 1_000
-    let distinct = try await measureInterleaved(
-        effort,
-        [
-            { n in
-                for _ in 0..<n { blackHole(DistinctHandWired.build()) }
-            },
-            { n in
-                for _ in 0..<n {
-                    let locator = NaiveLocator.distinctGraph()
-                    locator.readEachDistinct()
-                    blackHole(locator)
-                }
-            },
-            { n in
-                for _ in 0..<n {
-                    let container = SwinjectContender.distinctGraph()
-                    SwinjectContender.readEachDistinct(container)
-                    blackHole(container)
-                }
-            },
-            { n in
-                for _ in 0..<n {
-                    let builder = DistinctServiceGraph.builder()
-                    try builder.validate()
-                    let graph = try await builder.build()
-                    DistinctServiceGraph.readEach(graph)
-                    try await graph.shutdown()
-                }
-            },
-        ]
-    )
-    let scenario = "build 1000 distinct types"
-    record(
-        scenario,
-        "hand-wired",
-        distinct[0] / Double(size),
-        unit: "ns/service",
-        note: "initializers; instances kept, read each"
-    )
-    record(
-        scenario,
-        "naive locator",
-        distinct[1] / Double(size),
-        unit: "ns/service",
-        note: "register instances + read each"
-    )
-    record(scenario, "Swinject", distinct[2] / Double(size), unit: "ns/service", note: "register + resolve each")
-    record(
-        scenario,
-        "ServiceGraph",
-        distinct[3] / Double(size),
-        unit: "ns/service",
-        note: "declare + validate + build + read each + shutdown"
-    )
-}
+try await distinctTypeRows(effort)
 
 print("Scenario: parallel startup (singletons waiting on async work)")
 let layers = 4

@@ -18,6 +18,10 @@ extension ServiceGraph.Builder {
     /// before anything that depends on it is created. If a factory or a `didAdd` throws, every service
     /// already started is released in reverse order and nothing is left alive.
     ///
+    /// Singletons with synchronous factories are made depth-first, in the order they were declared:
+    /// each one right after what it depends on (so a graph declared dependencies first is made in the
+    /// order it was declared). ``ServiceGraph/initializationOrder`` gives the order a build took.
+    ///
     /// The build runs on the caller's executor (`nonisolated(nonsending)`), with no hop to another
     /// executor and back: synchronous factories run there, in dependency order; asynchronous factories
     /// and `didAdd` hooks run in tasks of their own. To keep a large build off an actor (the main actor of

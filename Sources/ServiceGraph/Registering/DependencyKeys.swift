@@ -12,23 +12,24 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
 
     @usableFromInline
     var inline: (Any.Type?, Any.Type?, Any.Type?, Any.Type?)
-    /// The keys past the fourth.
+    /// The keys past the fourth; nil when there are none (an empty array would still cost a call
+    /// and a release per registration where `provide` is inlined).
     @usableFromInline
-    var spilled: [Any.Type]
+    var spilled: [Any.Type]?
     @usableFromInline
     var count: Int
 
     @inlinable
     init() {
         inline = (nil, nil, nil, nil)
-        spilled = []
+        spilled = nil
         count = 0
     }
 
     @inlinable
     init(_ first: Key, _ second: Key? = nil, _ third: Key? = nil, _ fourth: Key? = nil) {
         inline = (first, second, third, fourth)
-        spilled = []
+        spilled = nil
         count = fourth != nil ? 4 : third != nil ? 3 : second != nil ? 2 : 1
     }
 
@@ -44,7 +45,9 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
         case 1: inline.1 = key
         case 2: inline.2 = key
         case 3: inline.3 = key
-        default: spilled.append(key)
+        default:
+            if spilled == nil { spilled = [] }
+            spilled!.append(key)
         }
         count += 1
     }
@@ -64,7 +67,7 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
         case 1: type = inline.1.unsafelyUnwrapped
         case 2: type = inline.2.unsafelyUnwrapped
         case 3: type = inline.3.unsafelyUnwrapped
-        default: type = spilled[position - 4]
+        default: type = spilled.unsafelyUnwrapped[position - 4]
         }
         // Every element was appended as a `ServiceKey` type.
         return type as! any ServiceKey.Type
@@ -77,7 +80,7 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
         if count > 2 { body(ObjectIdentifier(inline.2.unsafelyUnwrapped)) }
         if count > 3 { body(ObjectIdentifier(inline.3.unsafelyUnwrapped)) }
         if count > 4 {
-            for key in spilled { body(ObjectIdentifier(key)) }
+            for key in spilled.unsafelyUnwrapped { body(ObjectIdentifier(key)) }
         }
     }
 }
