@@ -2,6 +2,10 @@ import ServiceGraph
 import Testing
 
 private enum App: ServiceKey { typealias Value = HookedService }
+private final class Plain: Sendable {}
+private enum PlainA: ServiceKey { typealias Value = Plain }
+private enum PlainB: ServiceKey { typealias Value = Plain }
+private enum PlainC: ServiceKey { typealias Value = Plain }
 
 @Suite("Failure during build")
 struct BuildFailureTests {
@@ -117,6 +121,45 @@ struct BuildFailureTests {
         let deadline = ContinuousClock.now + .seconds(60)
         while registry.alive > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
         #expect(log.count(of: "willRemove D") == 1)
+        #expect(registry.alive == 0)
+    }
+
+    // The build's first phase (synchronous factories, no hooks, in a plain loop) fails and is
+    // cancelled like the second.
+
+    @Test func aThrowingFactoryInThePlainLoopReleasesTheSingletonsBeforeIt() async throws {
+        let registry = WeakRegistry()
+        var builder = ServiceGraph.Builder()
+        builder.provide(PlainA.self) { registry.track(Plain()) }
+        builder.provide(PlainB.self, dependsOn: PlainA.self) { _ in registry.track(Plain()) }
+        builder.provide(PlainC.self, dependsOn: PlainB.self) { _ -> Plain in throw TestFailure("C failed on purpose") }
+        let error = await #expect(throws: ServiceGraphError.self) { _ = try await builder.build() }
+        #expect(error?.codes == [.factoryFailed])
+        #expect(error?.problems.first?.key == "PlainC")
+        #expect(registry.tracked == 2)
+        #expect(registry.alive == 0)
+    }
+
+    @Test func cancellingDuringThePlainLoopStopsWithinSixtyFourServicesAndReleasesThem() async throws {
+        let registry = WeakRegistry()
+        let calls = Tally()
+        var builder = ServiceGraph.Builder()
+        for index in 0..<200 {
+            func open<Key: GeneratedKey>(_ key: Key.Type) {
+                builder.provide(key) {
+                    _ = calls.increment()
+                    // Cancels the build's own task: the factory runs inline on it.
+                    if index == 100 { withUnsafeCurrentTask { $0?.cancel() } }
+                    return registry.track(GeneratedService(index: index, value: 1))
+                }
+            }
+            open(GeneratedKeys.key(index))
+        }
+        let build = Task { [builder] in try await builder.build() }
+        let result = await build.result
+        let error = try #require(throws: ServiceGraphError.self) { try result.get() }
+        #expect(error.codes == [.buildCancelled])
+        #expect(calls.count > 100 && calls.count <= 101 + 64, "\(calls.count) factories ran")
         #expect(registry.alive == 0)
     }
 }

@@ -16,6 +16,11 @@ private enum OrderY: ServiceKey { typealias Value = String }
 private enum OrderZ: ServiceKey { typealias Value = String }
 private enum OrderW: ServiceKey { typealias Value = String }
 private enum SlowStartKey: ServiceKey { typealias Value = SlowStart }
+private enum MidA: ServiceKey { typealias Value = String }
+private enum MidB: ServiceKey { typealias Value = String }
+private enum MidC: ServiceKey { typealias Value = String }
+private enum MidD: ServiceKey { typealias Value = String }
+private enum MidE: ServiceKey { typealias Value = String }
 private enum AfterSlowStart: ServiceKey { typealias Value = String }
 private enum BesideSlowStart: ServiceKey { typealias Value = String }
 
@@ -153,6 +158,39 @@ struct BuildOrderTests {
         let graph = try await builder.build()
         #expect(log.all == ["init slow", "init beside", "didAdd slow done", "init after"])
         #expect(graph.initializationOrder == ["BesideSlowStart", "SlowStartKey", "AfterSlowStart"])
+        try await graph.shutdown()
+    }
+
+    @Test func anAsyncFactoryMidOrderStartsEverySingletonOnce() async throws {
+        // The plain loop makes A, hands B to a task and switches to counting down: C and E are ready
+        // (their dependencies exist), D waits for B.
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(MidA.self) {
+            log.record("A")
+            return "a"
+        }
+        builder.provide(MidB.self, dependsOn: MidA.self) { a async throws in
+            try await Task.sleep(for: .milliseconds(20))
+            log.record("B")
+            return a + "b"
+        }
+        builder.provide(MidC.self, dependsOn: MidA.self) { a in
+            log.record("C")
+            return a + "c"
+        }
+        builder.provide(MidD.self, dependsOn: MidB.self, MidA.self) { b, a in
+            log.record("D")
+            return b + a + "d"
+        }
+        builder.provide(MidE.self) {
+            log.record("E")
+            return "e"
+        }
+        let graph = try await builder.build()
+        #expect(log.all == ["A", "C", "E", "B", "D"])
+        #expect(graph.initializationOrder == ["MidA", "MidC", "MidE", "MidB", "MidD"])
+        #expect(graph[MidD.self] == "abad")
         try await graph.shutdown()
     }
 }

@@ -38,6 +38,25 @@ struct MissingProviderTests {
         #expect(error.problems[0].message.contains("Database"))
     }
 
+    @Test func aMissingKeyErrorOutlivesItsGraphWithoutKeepingItsServices() async throws {
+        // The message is made when it is read, from the graph's key identities, not from the graph.
+        final class Held: Database {}
+        enum HeldDatabase: ServiceKey { typealias Value = Held }
+        let registry = WeakRegistry()
+        var error: ServiceGraphError?
+        do {
+            var builder = ServiceGraph.Builder()
+            builder.provide(ReplicaDatabase.self) { registry.track(Held()) }
+            let graph = try await builder.build()
+            error = #expect(throws: ServiceGraphError.self) { try graph.resolveSynchronously(PrimaryDatabase.self) }
+            try await graph.shutdown()
+        }
+        #expect(registry.tracked == 1)
+        #expect(registry.alive == 0)
+        let message = error?.problems.first?.message ?? ""
+        #expect(message.contains("closest keys: ReplicaDatabase"), "\(message)")
+    }
+
     @Test func noSuggestionWhenNoKeyHasTheSameValueType() throws {
         var builder = ServiceGraph.Builder()
         builder.provide(Repository.self, dependsOn: PrimaryDatabase.self) { _ in 1 }

@@ -20,7 +20,9 @@ extension ServiceGraph.Builder {
     ///
     /// Singletons with synchronous factories are made depth-first, in the order they were declared:
     /// each one right after what it depends on (so a graph declared dependencies first is made in the
-    /// order it was declared). ``ServiceGraph/initializationOrder`` gives the order a build took.
+    /// order it was declared), until the first asynchronous factory or `didAdd` to run; from there on,
+    /// each service is made as soon as its dependencies are ready. ``ServiceGraph/initializationOrder``
+    /// gives the order a build took.
     ///
     /// The build runs on the caller's executor (`nonisolated(nonsending)`), with no hop to another
     /// executor and back: synchronous factories run there, in dependency order; asynchronous factories

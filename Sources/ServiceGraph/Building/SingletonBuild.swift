@@ -165,7 +165,8 @@ struct SingletonBuild {
     ///
     /// One clock read per service: a synchronous factory's time runs from the previous read (the end
     /// of the service before it, or the start of this pass), so the bookkeeping in between, well under
-    /// a microsecond, counts to it. The log keeps whole microseconds.
+    /// a microsecond, counts to it; the clock is read again after what takes longer (starting a task,
+    /// switching to the second phase). The log keeps whole microseconds.
     private mutating func startReadyServices() {
         // The singletons' factories are read in place from the plan's providers (the builder's, shared),
         // and the core is held once; a factory is copied out (its closures' contexts are empty when
@@ -214,6 +215,7 @@ struct SingletonBuild {
                     await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
                 }
                 startCountingDown()
+                lap = clock.now  // the switch is not the next factory's time
             } else {
                 finish(slot, box, factory: elapsed, didAdd: nil)
             }

@@ -9,7 +9,7 @@ enum Topology {
     /// Depth-first rather than level by level (Kahn's algorithm): where nodes were declared after what
     /// they depend on, as they mostly are, the order is the nodes' own, so the build that follows it
     /// reads registrations, slots and edges in sequence instead of all over memory (validating and
-    /// building a random DAG of a million services went from 1.14 to 0.62 seconds).
+    /// building a random DAG of a million services went from 0.95 to 0.49 seconds).
     ///
     /// - Complexity: O(nodes + edges).
     static func order(of edges: Edges) -> [Int] {

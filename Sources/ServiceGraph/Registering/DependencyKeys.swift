@@ -3,8 +3,8 @@
 /// Up to four are kept inline, so a registration made by a fixed-arity `provide` allocates nothing
 /// for them: at startup, an allocation per registration costs more than the rest of declaring it.
 /// More spill into an array. Each is kept as its bare metatype (one word, where `any ServiceKey.Type`
-/// takes two): a registration is moved whenever the builder's list grows, and only diagnostics need
-/// the keys as `ServiceKey`s again.
+/// takes two): a registration is copied into the builder's list and from it into a graph's plan, and
+/// only diagnostics need the keys as `ServiceKey`s again.
 @usableFromInline
 struct _DependencyKeys: RandomAccessCollection, Sendable {
     @usableFromInline

@@ -4,11 +4,12 @@
 /// allocators map memory of its own (glibc: 128 KB), and an array growing to that size copies every
 /// registration on each doubling and frees buffers the allocator then hands back to the system,
 /// only to fault them in again on the next build (measured: a third of a 1,000-service round from
-/// the main actor). In chunks, appending never moves a registration, no allocation exceeds a chunk,
-/// and a million registrations take their own size at peak instead of up to three times it.
+/// the main actor). In chunks, a registration past the first chunk never moves, no allocation
+/// exceeds a chunk, and a million registrations take their own size at peak instead of up to three
+/// times it. (The first chunk grows as an array does, so a small graph takes no more than it needs.)
 ///
 /// A value with copy-on-write chunks: a copy of a builder shares them, and appending to the copy
-/// copies only the chunk it appends to.
+/// copies the list of chunks (a pointer per 256 registrations) and the chunk it appends to.
 struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     /// Registrations per chunk: a chunk is 40 KB.
     static let chunkCapacity = 256
@@ -51,8 +52,10 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
         count &+= 1
     }
 
-    /// Removes the registrations `shouldBeRemoved` picks, keeping the order of the others.
+    /// Removes the registrations `shouldBeRemoved` picks, keeping the order of the others; a list
+    /// with none to remove is left as it is (its chunks still shared with copies).
     mutating func removeAll(where shouldBeRemoved: (Registration) throws -> Bool) rethrows {
+        guard try contains(where: shouldBeRemoved) else { return }
         var kept = RegistrationList()
         for registration in self where try !shouldBeRemoved(registration) { kept.append(registration) }
         self = kept

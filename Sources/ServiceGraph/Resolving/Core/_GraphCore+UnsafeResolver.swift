@@ -101,8 +101,8 @@ extension _GraphCore {
         @inline(__always)
         mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
             let slot = nextSlot()
-            if let value = buffers.singleton(at: slot, as: Dependency.Value.self) {
-                return value
+            if let box = buffers.singletonBox(at: slot) {
+                return _GraphCore._Buffers.value(in: box, as: Dependency.Value.self)
             }
             return try dependencyValue(at: slot, as: Dependency.Value.self)
         }
@@ -132,9 +132,7 @@ extension _GraphCore {
         /// still calls one specialization.
         @inlinable
         func valueSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type, depth: Int) throws -> Value {
-            if let value = buffers.singleton(at: slot, as: Value.self) {
-                return value
-            }
+            if let box = buffers.singletonBox(at: slot) { return _GraphCore._Buffers.value(in: box, as: Value.self) }
             return try madeSynchronously(at: slot, as: Value.self, depth: depth)
         }
 
@@ -161,7 +159,7 @@ extension _GraphCore {
         /// the value of a chain resolved iteratively from here (kept out of line: it is the cold path).
         @usableFromInline
         func deepValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
-            if let value = buffers.singleton(at: slot, as: Value.self) { return value }
+            if let box = buffers.singletonBox(at: slot) { return _GraphCore._Buffers.value(in: box, as: Value.self) }
             // Only a factory a failed build abandoned sees an empty singleton slot (see
             // `_GraphCore.awaitedBox(at:in:startsChain:)`); it must not take a prepared value meant for another
             // dependency.

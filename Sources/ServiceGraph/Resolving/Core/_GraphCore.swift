@@ -19,7 +19,7 @@ import Synchronization
 /// is done.
 @usableFromInline
 final class _GraphCore: @unchecked Sendable {
-    /// Per slot: the registration site, for errors and dumps (the key is in ``keyIdentities``, the
+    /// Per slot: the registration site, for errors and dumps (the key is in ``identities``, the
     /// lifetime in ``buffers``).
     let records: [ServiceRecord]
     /// Per slot: the key's name, made on first use.
@@ -61,7 +61,7 @@ final class _GraphCore: @unchecked Sendable {
     /// bucket, a slot or -1, in a raw buffer (see ``KeyTable``).
     let identities: _KeyIdentities
     @usableFromInline
-    let keyIdentities: UnsafeMutableBufferPointer<UInt>
+    let keyIdentities: UnsafeBufferPointer<UInt>
     @usableFromInline
     let keyBuckets: UnsafeMutableBufferPointer<Int32>
     @usableFromInline
@@ -117,7 +117,7 @@ final class _GraphCore: @unchecked Sendable {
         self.records = records
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
-        self.keyIdentities = identities.elements
+        self.keyIdentities = UnsafeBufferPointer(identities.elements)
         self.keyNames = KeyNames { identities.keys }
         self.files = files
         let traits = ResolutionTraits(plan)
@@ -260,7 +260,7 @@ extension _GraphCore {
     /// work ends), and the core's `deinit`. The creation order stays, for the failed build's report.
     func releaseSingletons(keeping kept: [Bool]? = nil) {
         for slot in creationSlots.reversed().lazy.map(Int.init) where kept?[slot] != true {
-            // Safety: gives back the retain `storeSingleton` took, once (the slot is nil afterwards).
+            // Safety: gives back the retain `storeSingleton` took, once (the slot is 0 afterwards).
             buffers.singletonBox(at: slot)?.release()
             buffers.setSingletonBox(nil, at: slot)
         }
@@ -370,6 +370,18 @@ extension _GraphCore {
             guard let box = singletonBox(at: slot) else { return nil }
             // Safety: the core holds the box until it is deallocated, and the caller holds the core.
             return box._withUnsafeGuaranteedRef { _unsafeValue(of: $0, as: Value.self) }
+        }
+
+        /// The value in a singleton's `box`, as a `Value` (the type its key gives it).
+        ///
+        /// With ``singletonBox(at:)``, the read a factory's thunk does for a singleton dependency: a
+        /// thunk compiled as unspecialized generic code (keys made at run time) then needs no metadata
+        /// for `Optional<Value>`, which the runtime looks up in its cache at every call.
+        @inlinable
+        @inline(__always)
+        static func value<Value: Sendable>(in box: Unmanaged<_AnyBox>, as type: Value.Type) -> Value {
+            // Safety: the core holds the box until it is deallocated, and the caller holds the core.
+            box._withUnsafeGuaranteedRef { _unsafeValue(of: $0, as: Value.self) }
         }
 
         /// The box of the singleton at `slot`, unretained, or nil when the slot holds no singleton.
