@@ -168,10 +168,10 @@ struct SingletonBuild {
     /// a microsecond, counts to it; the clock is read again after what takes longer (starting a task,
     /// switching to the second phase). The log keeps whole microseconds.
     private mutating func startReadyServices() {
-        // The singletons' factories are read in place from the plan's providers (the builder's, shared),
-        // and the core is held once; a factory is copied out (its closures' contexts are empty when
-        // `provide` was inlined where it was called, so the copy retains nothing).
-        let (providers, core, order) = (plan.providers, self.core, plan.order)
+        // The singletons' factories are read from the plan's providers (the builder's, shared); a copy of
+        // one retains nothing when `provide` was inlined where it was called (its closures capture
+        // nothing).
+        let (providers, order) = (plan.providers, plan.order)
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
         var lap = clock.now
         var isCancelled = Task.isCancelled
@@ -190,35 +190,46 @@ struct SingletonBuild {
                 nextReady += 1
                 if nextReady & 63 == 0 { isCancelled = Task.isCancelled }
             }
-            let factory = providers[slot].factory
-            guard factory.isSynchronous else {
-                running[slot] = UnretainingTask.start { [core, inbox] in
-                    await Self.create(slot, in: core, reportingTo: inbox)
-                }
-                startCountingDown()
-                lap = clock.now
-                continue
+            startService(slot, with: providers[slot].factory, lap: &lap)
+        }
+    }
+
+    /// Starts the service at `slot`: a synchronous factory is run here, its instance finished or, if
+    /// its `didAdd` must run, handed to a task; an asynchronous factory is handed to a task. `lap` is
+    /// the previous clock read, and the factory's time runs from it.
+    private mutating func startService(
+        _ slot: Int,
+        with factory: borrowing _AnyFactory,
+        lap: inout ContinuousClock.Instant
+    ) {
+        let core = self.core
+        guard factory.isSynchronous else {
+            running[slot] = UnretainingTask.start { [core, inbox] in
+                await Self.create(slot, in: core, reportingTo: inbox)
             }
-            let box: _AnyBox
-            do {
-                box = try core.makeBoxSynchronously(at: slot, with: factory)
-            } catch {
-                problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
-                continue
+            startCountingDown()
+            lap = clock.now
+            return
+        }
+        let box: _AnyBox
+        do {
+            box = try core.makeBoxSynchronously(at: slot, with: factory)
+        } catch {
+            problems.append(located(core.failure(error, at: slot).problems[0], at: slot))
+            return
+        }
+        let end = clock.now
+        let elapsed = lap.duration(to: end)
+        lap = end
+        // A plain test first: making the hooks' existential is for the instances that have them.
+        if factory.hasHooks(box), let hooks = factory.claimedHooks(of: box, in: core.hookClaims) {
+            running[slot] = UnretainingTask.start { [core, inbox] in
+                await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
             }
-            let end = clock.now
-            let elapsed = lap.duration(to: end)
-            lap = end
-            // A plain test first: making the hooks' existential is for the instances that have them.
-            if factory.hasHooks(box), let hooks = factory.claimedHooks(of: box, in: core.hookClaims) {
-                running[slot] = UnretainingTask.start { [core, inbox] in
-                    await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
-                }
-                startCountingDown()
-                lap = clock.now  // the switch is not the next factory's time
-            } else {
-                finish(slot, box, factory: elapsed, didAdd: nil)
-            }
+            startCountingDown()
+            lap = clock.now  // the switch is not the next factory's time
+        } else {
+            finish(slot, box, factory: elapsed, didAdd: nil)
         }
     }
 
@@ -302,18 +313,13 @@ struct SingletonBuild {
     private mutating func finish(_ slot: Int, _ box: _AnyBox, factory: Duration, didAdd: Duration?) {
         core.storeSingleton(box, at: slot)
         core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
-        // Most synchronous factories take well under a microsecond: no conversion for them.
-        if factory >= Self.microsecond {
-            log.slowFactoryMicroseconds[slot] = Int32(clamping: factory.wholeMicroseconds)
-        }
+        log.noteFactory(slot, took: factory)
         if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
         // In the first phase, the plan's order is a topological one: nothing to count.
         guard countdown != nil else { return }
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
         countdown!.finish(slot, appendingReadyTo: &ready) { lifetimes[$0] == .singleton }
     }
-
-    private static let microsecond = Duration.microseconds(1)
 
     /// Gives a build failure the path from a root of the graph down to the failing service.
     private func located(_ problem: ServiceGraphError.Problem, at slot: Int) -> ServiceGraphError.Problem {

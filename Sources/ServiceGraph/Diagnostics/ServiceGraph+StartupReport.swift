@@ -4,10 +4,11 @@ extension ServiceGraph {
     /// - Complexity: O(services + edges).
     public func startupReport(slowest limit: Int = 5) -> StartupReport {
         let order = core.creationOrder
+        let factoryDurations = log.factoryDurations()
         func entry(_ slot: Int) -> StartupReport.Entry {
             StartupReport.Entry(
                 key: core.name(slot),
-                factory: log.factoryDuration(slot),
+                factory: factoryDurations[slot],
                 didAdd: log.didAddDuration(slot) ?? .zero
             )
         }

@@ -124,9 +124,10 @@ struct GraphDescription: Sendable {
         initializationOrder = core.creationOrder
         totalDuration = log.totalDuration
         isBuilt = true
+        let factoryDurations = log.factoryDurations()
         for (index, slot) in initializationOrder.enumerated() {
             services[slot].initializationIndex = index
-            services[slot].factoryDuration = log.factoryDuration(slot)
+            services[slot].factoryDuration = factoryDurations[slot]
             services[slot].didAddDuration = log.didAddDuration(slot)
         }
     }
