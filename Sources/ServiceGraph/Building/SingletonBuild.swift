@@ -171,7 +171,7 @@ struct SingletonBuild {
         // The singletons' factories are read from the plan's providers (the builder's, shared); a copy of
         // one retains nothing when `provide` was inlined where it was called (its closures capture
         // nothing).
-        let (providers, order) = (plan.providers, plan.order)
+        let (providers, order, core) = (plan.providers, plan.order, self.core)
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
         var lap = clock.now
         var isCancelled = Task.isCancelled
@@ -190,19 +190,20 @@ struct SingletonBuild {
                 nextReady += 1
                 if nextReady & 63 == 0 { isCancelled = Task.isCancelled }
             }
-            startService(slot, with: providers[slot].factory, lap: &lap)
+            startService(slot, with: providers[slot].factory, in: core, lap: &lap)
         }
     }
 
     /// Starts the service at `slot`: a synchronous factory is run here, its instance finished or, if
     /// its `didAdd` must run, handed to a task; an asynchronous factory is handed to a task. `lap` is
     /// the previous clock read, and the factory's time runs from it.
+    /// `core` is this build's, passed in so that the loop holds it once rather than once per service.
     private mutating func startService(
         _ slot: Int,
         with factory: borrowing _AnyFactory,
+        in core: _GraphCore,
         lap: inout ContinuousClock.Instant
     ) {
-        let core = self.core
         guard factory.isSynchronous else {
             running[slot] = UnretainingTask.start { [core, inbox] in
                 await Self.create(slot, in: core, reportingTo: inbox)
@@ -229,7 +230,7 @@ struct SingletonBuild {
             startCountingDown()
             lap = clock.now  // the switch is not the next factory's time
         } else {
-            finish(slot, box, factory: elapsed, didAdd: nil)
+            finish(slot, consume box, factory: elapsed, didAdd: nil)
         }
     }
 
@@ -310,9 +311,11 @@ struct SingletonBuild {
     }
 
     /// Records a ready service and makes its dependents ready when it was their last dependency.
-    private mutating func finish(_ slot: Int, _ box: _AnyBox, factory: Duration, didAdd: Duration?) {
+    private mutating func finish(_ slot: Int, _ box: consuming _AnyBox, factory: Duration, didAdd: Duration?) {
         core.storeSingleton(box, at: slot)
-        core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
+        if core.events.isEnabled {
+            core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
+        }
         log.noteFactory(slot, took: factory)
         if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
         // In the first phase, the plan's order is a topological one: nothing to count.

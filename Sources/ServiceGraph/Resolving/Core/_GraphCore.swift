@@ -246,12 +246,14 @@ extension _GraphCore {
     /// Stores a created singleton. Only the build's coordinator calls this, once per slot, before any
     /// reader of that slot exists (its dependents start after the write, and the graph is returned after
     /// the build): the slots need no synchronization.
-    func storeSingleton(_ box: _AnyBox, at slot: Int) {
+    ///
+    /// Takes `box` over: the caller's reference becomes the core's, with no retain and release.
+    func storeSingleton(_ box: consuming _AnyBox, at slot: Int) {
         buffers.checkSlot(slot)
         _internalInvariant(buffers.singletonBox(at: slot) == nil, "the singleton at slot \(slot) was stored twice")
         _internalInvariant(buffers.lifetimes[slot] == .singleton, "slot \(slot) is not a singleton")
-        // Safety: the core takes one retain, given back in `releaseSingletons`.
-        buffers.setSingletonBox(.passRetained(box), at: slot)
+        // Safety: the core keeps the reference it was given, given back in `releaseSingletons`.
+        buffers.setSingletonBox(.passRetained(consume box), at: slot)
         creationSlots.append(Int32(truncatingIfNeeded: slot))
     }
 
