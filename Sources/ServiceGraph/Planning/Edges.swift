@@ -1,18 +1,20 @@
 /// The dependency edges of a graph in compressed sparse rows, both ways: the dependencies of node `n`
 /// in declaration order, and the nodes that depend on `n` in ascending order.
 ///
-/// Four flat arrays instead of two arrays per node, so planning a graph of 100,000 services allocates
-/// a handful of buffers, not 400,000; of 32-bit integers, which halves what a plan of 1,000,000
+/// Flat arrays instead of two arrays per node, so planning a graph of 100,000 services allocates a
+/// handful of buffers, not 400,000; of 32-bit integers, which halves what a plan of 1,000,000
 /// services holds for its edges while it is built. A target below zero names something outside the
 /// graph (a missing key): it is kept among the dependencies and has no row of dependents.
+///
+/// The rows of dependents are made on first use (``ReverseRows``): validating and building a valid
+/// graph whose factories are all synchronous never walks them.
 struct Edges: Sendable {
     /// A node's dependencies, or its dependents, as `Int`s.
     typealias Row = LazyMapCollection<ArraySlice<Int32>, Int>
 
-    private var dependencyStart: [Int32]
-    private var dependencyTargets: [Int32]
-    private var dependentStart: [Int32]
-    private var dependentSources: [Int32]
+    private let dependencyStart: [Int32]
+    private let dependencyTargets: [Int32]
+    private let reverse = ReverseRows()
 
     /// The dependencies of each node, in order.
     init(_ rows: some Sequence<some Collection<Int>>, count: Int, edgeCount: Int) {
@@ -32,7 +34,47 @@ struct Edges: Sendable {
     init(dependencyStart: [Int32], dependencyTargets: [Int32]) {
         self.dependencyStart = dependencyStart
         self.dependencyTargets = dependencyTargets
-        (dependentStart, dependentSources) = Self.reversed(dependencyStart, dependencyTargets)
+    }
+
+    /// The rows of dependents: `sources[start[n]..<start[n + 1]]` depend on `n`, in ascending order.
+    struct Dependents: Sendable {
+        let start: [Int32]
+        let sources: [Int32]
+
+        /// Calls `body` with each node that depends on `node`, in ascending order, without making a
+        /// slice (the build's countdown calls this once per service).
+        func forEach(of node: Int, _ body: (Int) -> Void) {
+            for index in Int(start[node])..<Int(start[node + 1]) {
+                body(Int(sources[index]))
+            }
+        }
+    }
+
+    /// The rows of dependents, made once for all copies of these edges (thread-safe).
+    final class ReverseRows: Sendable {
+        private let rows = Locked<Dependents?>(nil)
+
+        func rows(of edges: Edges) -> Dependents {
+            rows.withLock { rows in
+                if let rows { return rows }
+                let (start, sources) = Edges.reversed(edges.dependencyStart, edges.dependencyTargets)
+                let made = Dependents(start: start, sources: sources)
+                rows = made
+                return made
+            }
+        }
+    }
+
+    /// The rows of dependents (made on first use).
+    var dependents: Dependents { reverse.rows(of: self) }
+
+    /// Whether anything depends on each node: one pass over the edges, without the rows of dependents.
+    func nodesDependedOn() -> [Bool] {
+        var dependedOn = Array(repeating: false, count: count)
+        for target in dependencyTargets where target >= 0 {
+            dependedOn[Int(target)] = true
+        }
+        return dependedOn
     }
 
     /// The rows of the reverse edges (a counting sort by target), each in ascending order.
@@ -91,21 +133,10 @@ struct Edges: Sendable {
         }
     }
 
-    /// How many nodes depend on `node`.
-    func dependentCount(of node: Int) -> Int {
-        Int(dependentStart[node + 1] - dependentStart[node])
-    }
-
-    /// Calls `body` with each node that depends on `node`, in ascending order, without making a slice
-    /// (the build's scheduler calls this once per service).
-    func forEachDependent(of node: Int, _ body: (Int) -> Void) {
-        for index in Int(dependentStart[node])..<Int(dependentStart[node + 1]) {
-            body(Int(dependentSources[index]))
-        }
-    }
-
-    /// What depends on `node`, in ascending order.
+    /// What depends on `node`, in ascending order (the rows are made on first use; a loop over many
+    /// nodes reads ``dependents`` once instead).
     func dependents(of node: Int) -> Row {
-        dependentSources[Int(dependentStart[node])..<Int(dependentStart[node + 1])].lazy.map(Int.init)
+        let rows = dependents
+        return rows.sources[Int(rows.start[node])..<Int(rows.start[node + 1])].lazy.map(Int.init)
     }
 }

@@ -22,6 +22,20 @@ enum Topology {
         // The path from the root being walked, each node with the position of the next edge to follow.
         var path: [(node: Int, edge: Int)] = []
         for root in 0..<count where state[root] == .unreached {
+            // The common case first: every dependency listed already (declared before), no walk.
+            var isReady = true
+            for edge in edges.edgeRange(of: root) {
+                let dependency = edges.target(ofEdge: edge)
+                if dependency >= 0 && state[dependency] != .listed {
+                    isReady = false
+                    break
+                }
+            }
+            if isReady {
+                state[root] = .listed
+                order.append(root)
+                continue
+            }
             state[root] = .onPath
             path.append((root, edges.edgeRange(of: root).lowerBound))
             while let (node, edge) = path.last {
@@ -61,14 +75,14 @@ enum Topology {
     /// (the build finishes a service when its factory returns, concurrently with others): each node
     /// counts its dependencies still unfinished, and becomes ready when the count reaches zero.
     struct Countdown {
-        private let edges: Edges
+        private let dependents: Edges.Dependents
         private var waiting: [Int32]
 
         /// A countdown where the nodes `isFinished` accepts are finished already: the others wait for
         /// those of their dependencies it does not accept (a missing key, below zero, is not a node
         /// and is not waited for).
         init(_ edges: Edges, finished isFinished: (Int) -> Bool) {
-            self.edges = edges
+            dependents = edges.dependents
             waiting = (0..<edges.count).map { node in
                 var count: Int32 = 0
                 edges.forEachDependency(of: node) { dependency in
@@ -88,10 +102,10 @@ enum Topology {
             appendingReadyTo ready: inout [Int],
             where isWanted: (Int) -> Bool = { _ in true }
         ) {
-            let edges = self.edges
+            let dependents = self.dependents
             // One uniqueness check per node, not one per edge.
             waiting.withUnsafeMutableBufferPointer { waiting in
-                edges.forEachDependent(of: node) { dependent in
+                dependents.forEach(of: node) { dependent in
                     waiting[dependent] -= 1
                     if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
                 }
@@ -166,8 +180,10 @@ enum Topology {
         for source in sources { seen[source] = true }
         var stack = sources
         var reached: [Int] = []
+        let dependents = edges.dependents
         while let node = stack.popLast() {
-            for dependent in edges.dependents(of: node) where !seen[dependent] {
+            dependents.forEach(of: node) { dependent in
+                guard !seen[dependent] else { return }
                 seen[dependent] = true
                 reached.append(dependent)
                 stack.append(dependent)

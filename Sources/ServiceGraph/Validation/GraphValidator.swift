@@ -51,7 +51,8 @@ struct GraphValidator {
     }
 
     private func unusedProviders() -> [Int] {
-        plan.providers.indices.filter { plan.edges.dependentCount(of: $0) == 0 }
+        let dependedOn = plan.edges.nodesDependedOn()
+        return plan.providers.indices.filter { !dependedOn[$0] }
     }
 
     /// The warning for the provider at `slot`, which nothing depends on.

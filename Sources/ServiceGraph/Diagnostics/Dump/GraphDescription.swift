@@ -171,7 +171,8 @@ struct GraphDescription: Sendable {
 
     /// Slots that nothing depends on, in slot order: where the trees start.
     var roots: [Int] {
-        services.indices.filter { edges.dependents(of: $0).isEmpty }
+        let dependedOn = edges.nodesDependedOn()
+        return services.indices.filter { !dependedOn[$0] }
     }
 
     /// Marks where `problems` broke the graph, and every service that depends on those places.
