@@ -284,7 +284,7 @@ extension _GraphCore {
         let slotCount: Int
         /// Per slot, one word, retained by the core: a singleton's box, or 0 while it does not exist (a
         /// built graph never runs a singleton's factory again); a transient or scoped service's
-        /// factory box with its lowest bit set (objects are aligned, so that bit is free). One word
+        /// factory box with a tag bit set (``factoryTag``). One word
         /// where a box and a factory each took one: a graph of a million services keeps 8 MB less.
         ///
         /// A factory is in an object (``_FactoryBox``) so that the resolve path reads it through a
@@ -392,7 +392,13 @@ extension _GraphCore {
         func singletonBox(at slot: Int) -> Unmanaged<_AnyBox>? {
             checkSlot(slot)
             let word = instances[slot]
+            #if _pointerBitWidth(_64)
+            // One test: a box's word is a positive integer; 0 (no singleton yet) and a tagged factory's
+            // (top bit set) are not.
+            guard Int(bitPattern: word) > 0 else { return nil }
+            #else
             guard word & Self.factoryTag == 0, word != 0 else { return nil }
+            #endif
             return Unmanaged.fromOpaque(Self.pointer(word))
         }
 
@@ -403,9 +409,17 @@ extension _GraphCore {
             instances[slot] = box.map { UInt(bitPattern: $0.toOpaque()) } ?? 0
         }
 
-        /// The lowest bit of a slot's word: set when the word is a factory box.
+        /// The bit of a slot's word that is set when the word is a factory box. On 64-bit platforms the
+        /// top bit, which no object's address has (user-space addresses are far below 2^63, and Swift
+        /// itself counts on the top bits of an object reference being clear), so that telling a box
+        /// from the rest is one signed comparison; elsewhere the lowest bit (objects are aligned).
+        #if _pointerBitWidth(_64)
+        @usableFromInline
+        static let factoryTag: UInt = 1 << 63
+        #else
         @usableFromInline
         static let factoryTag: UInt = 1
+        #endif
 
         @inlinable
         @inline(__always)
