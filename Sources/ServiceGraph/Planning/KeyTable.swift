@@ -67,7 +67,7 @@ enum _KeyProbe {
         shift: UInt
     ) -> Int where Buckets.Index == Int, Identities.Index == Int {
         let mask = buckets.count &- 1
-        var index = Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        var index = Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) &>> shift)
         while true {
             let slot = buckets[index]
             if slot < 0 || identities[Int(truncatingIfNeeded: slot)] == bits { return index }

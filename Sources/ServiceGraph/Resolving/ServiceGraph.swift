@@ -85,10 +85,12 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1): a table lookup and an array read, no lock.
     @inlinable
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
-            _core.trapNotSingleton(key)
+        @inline(__always) get {
+            guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
+                _core.trapNotSingleton(key)
+            }
+            return value
         }
-        return value
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient service whose factory chain is
@@ -111,6 +113,7 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1) for a singleton; one factory call per transient in the chain, and one box
     ///   per transient deeper than 64 levels.
     @inlinable
+    @inline(__always)
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try _resolvableSlot(of: key)
         guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }

@@ -399,7 +399,8 @@ extension _GraphCore {
             #else
             guard word & Self.factoryTag == 0, word != 0 else { return nil }
             #endif
-            return Unmanaged.fromOpaque(Self.pointer(word))
+            // Safety: a box's word is its address, untagged.
+            return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: word).unsafelyUnwrapped)
         }
 
         /// Stores a created singleton's box (retained) at `slot`, which holds none, or empties the slot.
