@@ -235,14 +235,13 @@ struct SingletonBuild {
     }
 
     /// Ends the first phase: from here on, a service starts when its last dependency is ready. The
-    /// services the first phase made are ready; the one it just started in a task, and those after
-    /// it in the order, are not.
+    /// services the first phase made are ready; the one it just started in a task (the last one it
+    /// took from the order), and those after it in the order, are not.
     private mutating func startCountingDown() {
         guard countdown == nil else { return }
         let (core, lifetimes) = (self.core, plan.lifetimes)
         let countdown = Topology.Countdown(plan.edges) { core.buffers.singletonBox(at: $0) != nil }
-        for slot in plan.order[nextInOrder...]
-        where lifetimes[slot] == .singleton && countdown.isReady(slot) && running[slot] == nil {
+        for slot in plan.order[nextInOrder...] where lifetimes[slot] == .singleton && countdown.isReady(slot) {
             ready.append(slot)
         }
         self.countdown = countdown

@@ -41,12 +41,13 @@ struct Edges: Sendable {
         let start: [Int32]
         let sources: [Int32]
 
+        /// The positions in `sources` of what depends on `node`.
+        func range(of node: Int) -> Range<Int> { Int(start[node])..<Int(start[node + 1]) }
+
         /// Calls `body` with each node that depends on `node`, in ascending order, without making a
         /// slice (the build's countdown calls this once per service).
         func forEach(of node: Int, _ body: (Int) -> Void) {
-            for index in Int(start[node])..<Int(start[node + 1]) {
-                body(Int(sources[index]))
-            }
+            for index in range(of: node) { body(Int(sources[index])) }
         }
     }
 
@@ -137,6 +138,6 @@ struct Edges: Sendable {
     /// nodes reads ``dependents`` once instead).
     func dependents(of node: Int) -> Row {
         let rows = dependents
-        return rows.sources[Int(rows.start[node])..<Int(rows.start[node + 1])].lazy.map(Int.init)
+        return rows.sources[rows.range(of: node)].lazy.map(Int.init)
     }
 }

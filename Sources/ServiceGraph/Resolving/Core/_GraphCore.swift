@@ -370,8 +370,7 @@ extension _GraphCore {
         @inlinable
         func singleton<Value: Sendable>(at slot: Int, as type: Value.Type) -> Value? {
             guard let box = singletonBox(at: slot) else { return nil }
-            // Safety: the core holds the box until it is deallocated, and the caller holds the core.
-            return box._withUnsafeGuaranteedRef { _unsafeValue(of: $0, as: Value.self) }
+            return Self.value(in: box, as: Value.self)
         }
 
         /// The value in a singleton's `box`, as a `Value` (the type its key gives it).
