@@ -36,7 +36,8 @@ extension ServiceGraph {
         return StartupReport(
             totalDuration: log.totalDuration,
             slowest: Array(slowest),
-            criticalPath: path.reversed()
+            criticalPath: path.reversed(),
+            seeds: core.seedSlots.map(core.name)
         )
     }
 }

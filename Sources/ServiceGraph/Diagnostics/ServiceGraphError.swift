@@ -63,6 +63,20 @@ extension ServiceGraphError {
 }
 
 extension ServiceGraphError {
+    /// Thrown by the factory of a seed, which only a scope made without its value could reach:
+    /// ``ServiceGraph/makeScope(seeding:)-(ScopeSeed...)`` refuses such a scope first, so this only guards internals.
+    static func seedNotGiven(_ name: String) -> ServiceGraphError {
+        ServiceGraphError(
+            .init(
+                .missingSeed,
+                key: name,
+                message: "\(name) is a seed: its value is given to each scope by makeScope(seeding:)"
+            )
+        )
+    }
+}
+
+extension ServiceGraphError {
     /// What kind of problem was found. New codes may be added without breaking existing code.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
@@ -83,6 +97,9 @@ extension ServiceGraphError {
             case graphShutDown = "graph shut down"
             case factoryTimedOut = "factory timed out"
             case reentrantResolution = "re-entrant resolution"
+            case missingSeed = "missing seed"
+            case unexpectedSeed = "unexpected seed"
+            case duplicateSeed = "duplicate seed"
         }
 
         private let base: Base
@@ -128,6 +145,13 @@ extension ServiceGraphError {
         /// A factory asked the graph (or a scope) for the service it is making, directly or through
         /// other services: at run time, a cycle the declared dependencies do not show.
         public static let reentrantResolution = Code(.reentrantResolution)
+        /// A scope was made without the value of a key the builder declared as a seed
+        /// (``ServiceGraph/Builder/seed(_:fileID:line:)``).
+        public static let missingSeed = Code(.missingSeed)
+        /// A scope was given a value for a key that is not one of the graph's seeds.
+        public static let unexpectedSeed = Code(.unexpectedSeed)
+        /// A scope was given two values for one seed.
+        public static let duplicateSeed = Code(.duplicateSeed)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

@@ -26,6 +26,9 @@ public struct StartupReport: Sendable, CustomStringConvertible {
     /// The chain of dependencies with the largest summed time, from the first service built to the
     /// last.
     public let criticalPath: [Entry]
+    /// The keys of the graph's seeds (``ServiceGraph/Builder/seed(_:fileID:line:)``), in registration
+    /// order: values each scope is given when it is made, so no part of startup.
+    public let seeds: [String]
 
     /// The summed time of the critical path: the least the build could take, however many cores.
     public var criticalPathDuration: Duration {
@@ -38,6 +41,9 @@ public struct StartupReport: Sendable, CustomStringConvertible {
         lines.append("Slowest services:")
         for (index, entry) in slowest.enumerated() {
             lines.append("  \(index + 1). \(entry)")
+        }
+        if !seeds.isEmpty {
+            lines.append("Given to each scope (seeds): \(seeds.joined(separator: ", "))")
         }
         return lines.joined(separator: "\n")
     }

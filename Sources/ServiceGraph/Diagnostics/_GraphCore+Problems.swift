@@ -62,12 +62,16 @@ extension _GraphCore {
     @usableFromInline
     func scopeRequired(_ slot: Int) -> ServiceGraphError.Problem {
         let name = name(slot)
-        let what = lifetime(of: slot) == .scoped ? "scoped" : "transient and depends on a scoped service"
+        let what =
+            isSeed(slot)
+            ? "a seed, given to each scope"
+            : lifetime(of: slot) == .scoped ? "scoped" : "transient and depends on a scoped service"
+        let open = seedSlots.isEmpty ? "graph.makeScope()" : "graph.makeScope(seeding:)"
         return .init(
             .wrongLifetime,
             key: name,
             site: site(slot),
-            message: "\(name) is \(what); resolve it from a ServiceScope (graph.makeScope())"
+            message: "\(name) is \(what); resolve it from a ServiceScope (\(open))"
         )
     }
 

@@ -3,19 +3,24 @@
 /// the key table's identities), and so is the lifetime (``_GraphCore/lifetime(of:)``).
 struct ServiceRecord: Sendable {
     let line: UInt32
-    /// The index into the graph's table of distinct file names, and in the top bit whether an
-    /// override replaced the original provider.
+    /// The index into the graph's table of distinct file names; in the top bit whether an override
+    /// replaced the original provider, in the next one whether the service is a scope's seed.
     private let fileBits: UInt32
 
     private static let overrideBit: UInt32 = 1 << 31
+    private static let seedBit: UInt32 = 1 << 30
+    private static let flagBits = overrideBit | seedBit
 
-    init(line: UInt32, fileIndex: UInt32, isOverride: Bool) {
-        precondition(fileIndex < Self.overrideBit, "too many registration files")
+    init(line: UInt32, fileIndex: UInt32, isOverride: Bool, isSeed: Bool) {
+        precondition(fileIndex < Self.seedBit, "too many registration files")
         self.line = line
-        fileBits = fileIndex | (isOverride ? Self.overrideBit : 0)
+        fileBits = fileIndex | (isOverride ? Self.overrideBit : 0) | (isSeed ? Self.seedBit : 0)
     }
 
-    var fileIndex: UInt32 { fileBits & ~Self.overrideBit }
+    var fileIndex: UInt32 { fileBits & ~Self.flagBits }
 
     var isOverride: Bool { fileBits & Self.overrideBit != 0 }
+
+    /// Whether the service is a seed (``ServiceGraph/Builder/seed(_:fileID:line:)``).
+    var isSeed: Bool { fileBits & Self.seedBit != 0 }
 }

@@ -24,6 +24,7 @@ extension Registration {
                 isOverride: false
             )
             registration.isInherited = true
+            registration.isSeed = core.isSeed(slot)
             return registration
         }
         self = inherit(core.key(at: slot))

@@ -14,6 +14,9 @@ struct Registration: Sendable {
     /// A provider a child graph took from its parent: a provider of the same key in the child
     /// replaces it (the child is searched first) instead of being a duplicate.
     var isInherited = false
+    /// A seed (see ``ServiceGraph/Builder/seed(_:fileID:line:)``): each scope is given its value when it
+    /// is made; the factory only reports that it was not.
+    var isSeed = false
 
     init(
         key: any ServiceKey.Type,
@@ -33,7 +36,7 @@ struct Registration: Sendable {
 
     /// This registration with another lifetime (an override taking the one it replaces).
     func with(lifetime: Lifetime) -> Registration {
-        Registration(
+        var registration = Registration(
             key: key,
             lifetime: lifetime,
             dependencies: dependencies,
@@ -41,6 +44,8 @@ struct Registration: Sendable {
             factory: factory,
             isOverride: isOverride
         )
+        registration.isSeed = isSeed
+        return registration
     }
 
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }

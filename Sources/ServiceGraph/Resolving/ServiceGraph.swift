@@ -164,19 +164,53 @@ public final class ServiceGraph: Sendable {
     /// in the background (the graph's shutdown waits for them), with a
     /// ``ServiceGraphEvent/Kind/scopeDropped`` event.
     ///
-    /// - Throws: ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``.
+    /// A graph with seeds (``Builder/seed(_:fileID:line:)``) needs their values: use
+    /// ``makeScope(seeding:)-(ScopeSeed...)``.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``;
+    ///   ``ServiceGraphError/Code/missingSeed`` for each seed the graph declares.
     public func makeScope() throws(ServiceGraphError) -> ServiceScope {
-        try state.withLock { state throws(ServiceGraphError) in
+        try makeScope(seeding: [])
+    }
+
+    /// Opens a child scope given the values of the graph's seeds (``Builder/seed(_:fileID:line:)``),
+    /// which its scoped and transient services may depend on.
+    ///
+    /// ```swift
+    /// let session = try graph.makeScope(seeding: ScopeSeed(SessionUserKey.self, user))
+    /// let cart = try await session.resolve(CartKey.self)   // made with the session's user
+    /// ```
+    ///
+    /// Every seed must be given, once, and nothing else: otherwise no scope is made, and the error
+    /// names each key that is missing, given twice, or not a seed. Each seed is in place from the start:
+    /// resolving it from the scope returns the value given, without suspending. The scope releases
+    /// its seeds last, after its scoped instances; it runs no hooks on them unless a seed is given
+    /// ``ScopeSeed/init(_:_:ownedByScope:)`` with `ownedByScope: true`. Otherwise as ``makeScope()``.
+    ///
+    /// - Throws: ``ServiceGraphError`` with a ``ServiceGraphError/Code/missingSeed``,
+    ///   ``ServiceGraphError/Code/duplicateSeed`` or ``ServiceGraphError/Code/unexpectedSeed`` problem
+    ///   per key that is wrong, all at once; ``ServiceGraphError/Code/graphShutDown`` after
+    ///   ``shutdown()``.
+    public func makeScope(seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
+        try makeScope(seeding: seeds)
+    }
+
+    /// Opens a child scope given the values of the graph's seeds, as an array; see
+    /// ``makeScope(seeding:)-(ScopeSeed...)``.
+    public func makeScope(seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
+        let placed = try _core.placedSeeds(seeds)
+        return try state.withLock { state throws(ServiceGraphError) in
             guard !state.shutdown.hasStarted else {
                 throw ServiceGraphError(_core.shutDownProblem("a new scope"))
             }
             let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
             state.scopeLayout = layout
-            let scope = ServiceScope(graph: self, layout: layout, id: state.nextID)
+            let scope = ServiceScope(graph: self, layout: layout, id: state.nextID, seeds: placed)
             state.scopes[state.nextID] = WeakReference(scope)
             state.nextID += 1
             state.unfinished += 1
-            _core.events.send(ServiceGraphEvent(.scopeOpened))
+            let names = seeds.isEmpty ? nil : placed.map { _core.name($0.slot) }.joined(separator: ", ")
+            _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
             return scope
         }
     }

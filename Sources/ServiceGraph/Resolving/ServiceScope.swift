@@ -39,12 +39,22 @@ public final class ServiceScope: Sendable {
         var closing = Teardown<[ServiceGraphError.Problem]>()
     }
 
-    init(graph: ServiceGraph, layout: _GraphCore.ScopeLayout, id: Int) {
+    /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
+    /// each is published at once, and listed first among the created instances, so it is released last.
+    init(graph: ServiceGraph, layout: _GraphCore.ScopeLayout, id: Int, seeds: [_GraphCore.PlacedSeed] = []) {
         self._core = graph._core
         self.graph = graph
         self.id = id
-        self.instances = _GraphCore.ScopeCells(layout: layout)
-        self.state = Locked(State())
+        let instances = _GraphCore.ScopeCells(layout: layout)
+        var state = State()
+        for (slot, seed) in seeds {
+            instances.publish(seed.box, at: slot)
+            // A seed the scope owns gets its `willRemove` here unless another graph runs its hooks.
+            let hooks = seed.hooks.flatMap { graph._core.hookClaims.claim($0) ? $0 : nil }
+            state.created.append((slot, hooks))
+        }
+        self.instances = instances
+        self.state = Locked(state)
     }
 
     /// A scope released without ``close()`` releases its instances, most recent first; the hooks it
@@ -129,16 +139,21 @@ public final class ServiceScope: Sendable {
         return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: self), as: Key.Value.self)
     }
 
-    /// Resolves `key` without suspending: a singleton, or a transient whose chain is synchronous and
-    /// needs no scoped instance.
+    /// Resolves `key` without suspending: a singleton, a scoped instance already created (a seed always
+    /// is), or a transient whose chain is synchronous and needs no scoped instance.
     ///
     /// - Throws: ``ServiceGraphError``, as ``ServiceGraph/resolveSynchronously(_:)``.
     /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
-        if case .refused = _enter(at: slot) { throw _closedError(key) }
+        let entry = _enter(at: slot)
+        if case .refused = entry { throw _closedError(key) }
         defer { _leave() }
+        if case .created(let box) = entry {
+            if _core.reportsResolves { _core.reportRead(of: slot) }
+            return box.value(as: Key.Value.self)
+        }
         guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }
         if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
         return try _core.valueSynchronously(at: slot, as: key, in: self)

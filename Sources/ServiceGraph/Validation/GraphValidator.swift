@@ -32,11 +32,22 @@ struct GraphValidator {
     /// Duplicate providers, then overrides of keys never provided, as the plan met them.
     private func registrationProblems() -> [ServiceGraphError.Problem] {
         let duplicates = plan.duplicates.map { first, again in
-            ServiceGraphError.Problem(
+            let message =
+                switch (first.isSeed, again.isSeed) {
+                case (false, false):
+                    "\(again.name) is provided twice: first at \(first.site.site), again at \(again.site.site)"
+                case (true, true):
+                    "\(again.name) is declared as a seed twice: first at \(first.site.site), again at \(again.site.site)"
+                default:
+                    "\(again.name) is both a seed of each scope (at \((first.isSeed ? first : again).site.site)) and "
+                        + "provided (at \((first.isSeed ? again : first).site.site)); a seed's value comes from "
+                        + "makeScope(seeding:), not from a provider"
+                }
+            return ServiceGraphError.Problem(
                 .duplicateProvider,
                 key: again.name,
                 site: again.site.site,
-                message: "\(again.name) is provided twice: first at \(first.site.site), again at \(again.site.site)"
+                message: message
             )
         }
         let unknownOverrides = plan.unknownOverrides.map { override in
@@ -58,12 +69,13 @@ struct GraphValidator {
     /// The warning for the provider at `slot`, which nothing depends on.
     func unusedProviderWarning(_ slot: Int) -> LintWarning {
         let name = plan.name(slot)
+        let what = plan.providers[slot].isSeed ? "declared as a seed" : "provided"
         return LintWarning(
             code: .unusedProvider,
             key: name,
             site: plan.providers[slot].site.site,
             message:
-                "\(name) is provided but nothing depends on it; declare it as an entry point if the application resolves it"
+                "\(name) is \(what) but nothing depends on it; declare it as an entry point if the application resolves it"
         )
     }
 
@@ -201,8 +213,9 @@ struct GraphValidator {
                     key: plan.name(slot),
                     path: plan.pathFromRoot(to: slot) + [plan.name(dependency)],
                     site: provider.site.site,
-                    message:
-                        "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
+                    message: captive.isSeed
+                        ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (a seed, given to each scope), which a \(provider.lifetime) would keep alive past its scope"
+                        : "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
                 )
             )
         }

@@ -47,6 +47,8 @@ struct DotDump {
             case nil: break
             }
             if service.isOverride { text.write(", peripheries=2") }
+            // A seed comes in from outside the graph: drawn as an entry, not as a box a factory fills.
+            if service.isSeed { text.write(", shape=cds") }
             text.write("];\n")
         }
         for (position, name) in graph.missingKeys.enumerated() {
@@ -69,7 +71,7 @@ struct DotDump {
 
     /// The lifetime, initialization position, factory time and override mark, for the label.
     private func lifetimeLine(_ service: GraphDescription.Service, into text: DumpText) {
-        text.write(string: service.lifetime.description)
+        text.write(string: service.lifetimeLabel)
         if let index = service.initializationIndex {
             text.write(" · #")
             text.write(number: index + 1)
@@ -88,7 +90,7 @@ struct DotDump {
         case nil:
             switch service.lifetime {
             case .singleton: "#e7f5ff"
-            case .scoped: "#ebfbee"
+            case .scoped: service.isSeed ? "#fff9db" : "#ebfbee"
             case .transient: "#f8f9fa"
             }
         }

@@ -12,6 +12,8 @@ struct GraphDescription: Sendable {
         let lifetime: Lifetime
         let site: RegistrationSite
         let isOverride: Bool
+        /// Whether the service is a seed, given to each scope (``ServiceGraph/Builder/seed(_:fileID:line:)``).
+        let isSeed: Bool
         /// The position in the initialization order, for a built graph's singletons.
         var initializationIndex: Int?
         var factoryDuration: Duration?
@@ -19,6 +21,9 @@ struct GraphDescription: Sendable {
         var mark: Mark?
         /// The codes of the problems rooted at this service.
         var problemCodes: [String] = []
+
+        /// The lifetime as the dumps print it: "scoped seed" for a seed.
+        var lifetimeLabel: String { isSeed ? "scoped seed" : lifetime.description }
     }
 
     /// What a dependency edge points to: a service, or a key that has no provider.
@@ -71,7 +76,8 @@ struct GraphDescription: Sendable {
                 valueType: valueTypes.name(for: provider.key),
                 lifetime: provider.lifetime,
                 site: site,
-                isOverride: plan.overridden[slot]
+                isOverride: plan.overridden[slot],
+                isSeed: provider.isSeed
             )
         }
         var missingPositions: [ObjectIdentifier: Int] = [:]
@@ -113,7 +119,8 @@ struct GraphDescription: Sendable {
                 valueType: valueTypes.name(for: core.key(at: slot)),
                 lifetime: core.lifetime(of: slot),
                 site: RegistrationSite(fileID: files[Int(record.fileIndex)], line: Int(record.line)),
-                isOverride: record.isOverride
+                isOverride: record.isOverride,
+                isSeed: record.isSeed
             )
         }
         edges = Edges(

@@ -48,6 +48,8 @@ struct JSONDump {
         site(service.site, into: text)
         text.write(",\n      \"override\": ")
         text.write(service.isOverride ? "true" : "false")
+        text.write(",\n      \"seed\": ")
+        text.write(service.isSeed ? "true" : "false")
         let dependencies = graph.dependencies(of: slot)
         text.write(",\n      \"dependencies\": ")
         inline(dependencies, where: \.isService, into: text) { dependency, text in

@@ -15,12 +15,13 @@ struct MermaidDump {
         for (slot, service) in graph.services.enumerated() {
             text.write("    s")
             text.write(number: slot)
-            text.write("[\"")
+            // A seed comes in from outside the graph: drawn as a parallelogram.
+            text.write(service.isSeed ? "[/\"" : "[\"")
             text.write(service.name, escaping: Self.escapes)
             text.write("<br/>")
             text.write(service.valueType, escaping: Self.escapes)
             text.write("<br/>")
-            text.write(string: service.lifetime.description)
+            text.write(string: service.lifetimeLabel)
             if let index = service.initializationIndex {
                 text.write(" #")
                 text.write(number: index + 1)
@@ -34,7 +35,7 @@ struct MermaidDump {
                 text.write("<br/>")
                 text.write(service.problemCodes.joined(separator: ", "), escaping: Self.escapes)
             }
-            text.write("\"]\n")
+            text.write(service.isSeed ? "\"/]\n" : "\"]\n")
         }
         for (position, name) in graph.missingKeys.enumerated() {
             text.write("    m")
@@ -55,6 +56,7 @@ struct MermaidDump {
                 classDef singleton fill:#e7f5ff,stroke:#1c7ed6
                 classDef scoped fill:#ebfbee,stroke:#37b24d
                 classDef transient fill:#f8f9fa,stroke:#868e96
+                classDef seed fill:#fff9db,stroke:#f08c00
                 classDef rootCause fill:#ffc9c9,stroke:#c92a2a,stroke-width:2px
                 classDef affected fill:#ffe8cc,stroke:#e8590c
 
@@ -64,7 +66,7 @@ struct MermaidDump {
             text.write("    class s")
             text.write(number: slot)
             text.write(" ")
-            text.write(string: service.mark?.rawValue ?? service.lifetime.description)
+            text.write(string: service.mark?.rawValue ?? (service.isSeed ? "seed" : service.lifetime.description))
             text.write("\n")
         }
         for position in graph.missingKeys.indices {

@@ -26,6 +26,12 @@ struct TextDump {
             text.write(" ")
             text.write(string: lifetime.description)
         }
+        let seeds = graph.services.lazy.filter(\.isSeed).count
+        if seeds > 0 {
+            text.write("; ")
+            text.write(number: seeds)
+            text.write(seeds == 1 ? " seed" : " seeds")
+        }
         text.write(")\n")
         var expanded = Array(repeating: false, count: graph.services.count)
         var onPath = Array(repeating: false, count: graph.services.count)
@@ -77,7 +83,7 @@ struct TextDump {
         text.write(": ")
         text.write(string: service.valueType)
         text.write(" [")
-        text.write(string: service.lifetime.description)
+        text.write(string: service.lifetimeLabel)
         if let index = service.initializationIndex {
             text.write(", #")
             text.write(number: index + 1)

@@ -90,6 +90,13 @@ extension _GraphCore {
         return try reported(Result { try valueSynchronously(at: slot, as: key, in: scope) }, of: slot, since: start)
     }
 
+    /// Sends the ``ServiceGraphEvent/Kind/resolved`` event of a read of an instance already in place (a
+    /// scope's created instance, resolved synchronously).
+    @usableFromInline
+    func reportRead(of slot: Int) {
+        events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: .zero))
+    }
+
     /// Sends the ``ServiceGraphEvent/Kind/resolved`` event of a resolve of `slot` and hands on its result.
     private func reported<Value>(
         _ result: Result<Value, any Error>,

@@ -28,6 +28,8 @@ final class _GraphCore: @unchecked Sendable {
     let files: [StaticString]
     /// Per slot: whether it depends (transitively) on a scoped service.
     let needsScope: [Bool]
+    /// The slots of the seeds, in slot order: the values every scope must be given.
+    let seedSlots: [Int]
     /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
     let hookTimeout: Duration?
     /// How long an asynchronous singleton or scoped factory may run before it is abandoned.
@@ -90,6 +92,7 @@ final class _GraphCore: @unchecked Sendable {
         var fileIndex: [UInt: UInt32] = [:]
         var records: [ServiceRecord] = []
         records.reserveCapacity(count)
+        var seedSlots: [Int] = []
         // Registrations come in runs from one file: the last file's address is checked before hashing.
         var lastFile: (address: UInt, index: UInt32) = (0, 0)
         for slot in plan.providers.indices {
@@ -106,15 +109,19 @@ final class _GraphCore: @unchecked Sendable {
                 fileIndex[address] = index
             }
             if address != 0 { lastFile = (address, index) }
+            let isSeed = plan.providers[slot].isSeed
+            if isSeed { seedSlots.append(slot) }
             records.append(
                 ServiceRecord(
                     line: plan.providers[slot].site.line,
                     fileIndex: index,
-                    isOverride: plan.overridden[slot]
+                    isOverride: plan.overridden[slot],
+                    isSeed: isSeed
                 )
             )
         }
         self.records = records
+        self.seedSlots = seedSlots
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
         self.keyIdentities = UnsafeBufferPointer(identities.elements)
@@ -172,6 +179,9 @@ final class _GraphCore: @unchecked Sendable {
     }
 
     func name(_ slot: Int) -> String { keyNames.name(slot) }
+
+    /// Whether the service at `slot` is a seed, given to each scope when it is made.
+    func isSeed(_ slot: Int) -> Bool { records[slot].isSeed }
 
     /// The key of `slot` (a dynamic cast: for diagnostics, not for resolving).
     func key(at slot: Int) -> any ServiceKey.Type { identities.key(at: slot) }
