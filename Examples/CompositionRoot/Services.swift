@@ -141,12 +141,21 @@ final class RequestContext: LifecycleHooks {
     func willRemove() async throws { journal.record("willRemove RequestContext #\(requestID)") }
 }
 
+/// A request as the server received it: known only when it arrives, so each request scope is seeded
+/// with it (`builder.seed(IncomingRequestKey.self)`).
+struct IncomingRequest: Sendable {
+    let id: Int
+    let email: String
+}
+
 /// Handles one sign-up request, using the request's context.
 struct SignupHandler: Sendable {
     let context: RequestContext
     let signup: SignupService
+    let request: IncomingRequest
 
-    func handle(email: String) -> String {
+    func handle() -> String {
+        let email = request.email
         do {
             let user = try signup.signUp(email: email)
             return "request #\(context.requestID): signed up \(user.email) at tick \(user.createdAt)"

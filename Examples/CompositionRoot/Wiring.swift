@@ -8,12 +8,12 @@ enum ClockKey: ServiceKey { typealias Value = any AppClock }
 enum StoreKey: ServiceKey { typealias Value = InMemoryStore }
 enum UserRepositoryKey: ServiceKey { typealias Value = UserRepository }
 enum EmailOutboxKey: ServiceKey { typealias Value = EmailOutbox }
+enum IncomingRequestKey: ServiceKey { typealias Value = IncomingRequest }
 enum RequestContextKey: ServiceKey { typealias Value = RequestContext }
 enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
 
 /// The application's composition root: every provider, in one place.
 func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
-    let requestIDs = Counter()
     var builder = ServiceGraph.Builder()
     builder.provide(JournalKey.self) { journal }
     builder.provide(ConfigKey.self) { AppConfig.fromEnvironment() }
@@ -31,16 +31,25 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
         EmailOutbox(logger: $0, journal: $1)
     }
     builder.provide(SignupService.self, lifetime: .transient)
-    builder.provide(RequestContextKey.self, lifetime: .scoped, dependsOn: LoggerKey.self, JournalKey.self) {
-        RequestContext(requestID: requestIDs.increment(), logger: $0, journal: $1)
+    // Each request scope is given the request it serves (`graph.makeScope(seeding:)`).
+    builder.seed(IncomingRequestKey.self)
+    builder.provide(
+        RequestContextKey.self,
+        lifetime: .scoped,
+        dependsOn: IncomingRequestKey.self,
+        LoggerKey.self,
+        JournalKey.self
+    ) {
+        RequestContext(requestID: $0.id, logger: $1, journal: $2)
     }
     builder.provide(
         SignupHandlerKey.self,
         lifetime: .transient,
         dependsOn: RequestContextKey.self,
-        SignupService.self
-    ) { context, signup in
-        SignupHandler(context: context, signup: signup)
+        SignupService.self,
+        IncomingRequestKey.self
+    ) { context, signup, request in
+        SignupHandler(context: context, signup: signup, request: request)
     }
     builder.declareEntryPoints(SignupHandlerKey.self)
     return builder

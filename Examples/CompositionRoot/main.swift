@@ -53,12 +53,14 @@ do {
     print(graph.startupReport(slowest: 3))
 
     print("\nServing requests:")
-    for email in ["ada@example.com", "grace@example.com", "ada@example.com"] {
-        let request = try graph.makeScope()
+    for (id, email) in ["ada@example.com", "grace@example.com", "ada@example.com"].enumerated() {
+        // The request is known only now: the scope is seeded with it.
+        let incoming = IncomingRequest(id: id + 1, email: email)
+        let request = try graph.makeScope(seeding: ScopeSeed(IncomingRequestKey.self, incoming))
         let handler = try await request.resolve(SignupHandlerKey.self)
         let again = try await request.resolve(RequestContextKey.self)
         precondition(again === handler.context, "one RequestContext per request scope")
-        print("  " + handler.handle(email: email))
+        print("  " + handler.handle())
         try await request.close()
     }
 

@@ -205,6 +205,20 @@ enum GeneratedKeys {
         open(key(index))
     }
 
+    /// Declares generated key `index` as a seed of the graph's scopes.
+    static func seed(_ index: Int, into builder: inout ServiceGraph.Builder) {
+        func open<K: GeneratedKey>(_ key: K.Type) { builder.seed(key) }
+        open(key(index))
+    }
+
+    /// The value of seed `index` for a scope: a service of that value.
+    static func scopeSeed(_ index: Int, value: Int) -> ScopeSeed {
+        func open<K: GeneratedKey>(_ key: K.Type) -> ScopeSeed {
+            ScopeSeed(key, GeneratedService(index: index, value: value))
+        }
+        return open(key(index))
+    }
+
     /// Provides a chain of `length` singletons, each depending on the one before.
     static func provideChain(into builder: inout ServiceGraph.Builder, length: Int) {
         for index in 0..<length {

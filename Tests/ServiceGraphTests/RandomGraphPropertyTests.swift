@@ -102,4 +102,38 @@ struct RandomGraphPropertyTests {
             #expect(recorder.alive == 0, "seed \(seed): instances outlived their graph")
         }
     }
+
+    @Test func seededScopesOfValidGraphsResolveEveryServiceAsTheReferenceComputes() async throws {
+        var seededGraphs = 0
+        for seed in RandomCases.seeds(default: 300, salt: 3) {
+            var random = SplitMix64(seed: seed)
+            let graph = RandomGraph.valid(&random, withSeeds: true)
+            let built = try await graph.builder().build()
+            let seeds = graph.seeds.sorted()
+            if !seeds.isEmpty { seededGraphs += 1 }
+            // A scope missing one seed is refused, naming exactly that seed.
+            if let left = seeds.randomElement(using: &random) {
+                let given = seeds.filter { $0 != left }.map { GeneratedKeys.scopeSeed($0, value: 1_000 + $0) }
+                let error = try #require(throws: ServiceGraphError.self, "seed \(seed)") {
+                    try built.makeScope(seeding: given)
+                }
+                #expect(error.codes == [.missingSeed], "seed \(seed)")
+                #expect(error.problems.map(\.key) == [GeneratedKeys.name(left)], "seed \(seed)")
+            }
+            // Two scopes with different seed values: each service has the reference's value in each.
+            for offset in [1_000, 5_000] {
+                let scope = try built.makeScope(
+                    seeding: seeds.shuffled(using: &random).map { GeneratedKeys.scopeSeed($0, value: offset + $0) }
+                )
+                let expected = graph.referenceValues { offset + $0 }
+                for index in (0..<graph.count).shuffled(using: &random) {
+                    let value = try await scope.resolveGenerated(index).value
+                    #expect(value == expected[index], "seed \(seed): service \(index) in a scope seeded from \(offset)")
+                }
+                try await scope.close()
+            }
+            try await built.shutdown()
+        }
+        #expect(seededGraphs > 0, "the generator makes graphs with seeds")
+    }
 }

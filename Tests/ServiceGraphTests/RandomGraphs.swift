@@ -62,9 +62,11 @@ struct RandomGraph: CustomStringConvertible {
     var duplicated: [Int]
     /// Keys whose factories are `async`.
     var asynchronous: Set<Int>
+    /// Keys declared as seeds of the graph's scopes (scoped, no dependencies) instead of provided.
+    var seeds: Set<Int> = []
 
     var description: String {
-        "RandomGraph(count: \(count), missing: \(missingCount), duplicated: \(duplicated))"
+        "RandomGraph(count: \(count), missing: \(missingCount), duplicated: \(duplicated), seeds: \(seeds.sorted()))"
     }
 
     /// Any graph: cycles, self-dependencies, missing keys, duplicates and captive dependencies happen.
@@ -73,11 +75,14 @@ struct RandomGraph: CustomStringConvertible {
             Int.random(in: 0..<100, using: &random) < 2
             ? Int.random(in: 200...1_500, using: &random) : Int.random(in: 1...40, using: &random)
         let missingCount = Int.random(in: 0..<10, using: &random) < 3 ? Int.random(in: 1...3, using: &random) : 0
-        let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
+        var lifetimes = (0..<count).map { _ in randomLifetime(&random) }
+        // About one key in twelve is a seed: scoped, and depending on nothing.
+        let seeds = Set((0..<count).filter { _ in Int.random(in: 0..<12, using: &random) == 0 })
+        for seed in seeds { lifetimes[seed] = .scoped }
         var dependencies: [[Int]] = []
         for index in 0..<count {
             var targets: [Int] = []
-            for _ in 0..<Int.random(in: 0...3, using: &random) {
+            for _ in 0..<(seeds.contains(index) ? 0 : Int.random(in: 0...3, using: &random)) {
                 let roll = Int.random(in: 0..<100, using: &random)
                 let target: Int
                 if roll < 6 || index == 0 {
@@ -101,20 +106,27 @@ struct RandomGraph: CustomStringConvertible {
             lifetimes: lifetimes,
             dependencies: dependencies,
             duplicated: duplicated,
-            asynchronous: []
+            asynchronous: [],
+            seeds: seeds
         )
     }
 
     /// A valid graph: acyclic, complete, no duplicates, every dependency lives at least as long as its
-    /// dependent. Some factories are asynchronous.
-    static func valid(_ random: inout SplitMix64, count: ClosedRange<Int> = 1...60) -> RandomGraph {
+    /// dependent. Some factories are asynchronous; `withSeeds`, some scoped keys are seeds.
+    static func valid(
+        _ random: inout SplitMix64,
+        count: ClosedRange<Int> = 1...60,
+        withSeeds: Bool = false
+    ) -> RandomGraph {
         let count = Int.random(in: count, using: &random)
         let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
+        let seeds =
+            withSeeds ? Set((0..<count).filter { lifetimes[$0] == .scoped && Bool.random(using: &random) }) : []
         var dependencies: [[Int]] = []
         for index in 0..<count {
             let candidates = (0..<index).filter { lifetimes[index].referenceMayDepend(on: lifetimes[$0]) }
             var targets: [Int] = []
-            for _ in 0..<Int.random(in: 0...3, using: &random) where !candidates.isEmpty {
+            for _ in 0..<(seeds.contains(index) ? 0 : Int.random(in: 0...3, using: &random)) where !candidates.isEmpty {
                 let target = candidates.randomElement(using: &random)!
                 if !targets.contains(target) { targets.append(target) }
             }
@@ -127,7 +139,8 @@ struct RandomGraph: CustomStringConvertible {
             lifetimes: lifetimes,
             dependencies: dependencies,
             duplicated: [],
-            asynchronous: asynchronous
+            asynchronous: asynchronous,
+            seeds: seeds
         )
     }
 
@@ -142,6 +155,10 @@ struct RandomGraph: CustomStringConvertible {
     func builder(recorder: GraphRecorder? = nil) -> ServiceGraph.Builder {
         var builder = ServiceGraph.Builder()
         for index in 0..<count {
+            if seeds.contains(index) {
+                GeneratedKeys.seed(index, into: &builder)
+                continue
+            }
             GeneratedKeys.provide(
                 index,
                 lifetime: lifetimes[index],
@@ -158,6 +175,18 @@ struct RandomGraph: CustomStringConvertible {
     }
 
     var singletons: [Int] { (0..<count).filter { lifetimes[$0] == .singleton } }
+
+    /// The value of each service in a scope whose seed `index` has the value `seedValue(index)`,
+    /// computed the plain way: one plus the sum of the dependencies' values.
+    func referenceValues(seedValue: (Int) -> Int) -> [Int] {
+        var values = Array(repeating: 0, count: count)
+        // Dependencies come before their dependents in a valid graph.
+        for index in 0..<count {
+            values[index] =
+                seeds.contains(index) ? seedValue(index) : dependencies[index].reduce(1) { $0 + values[$1] }
+        }
+        return values
+    }
 
     /// Whether `dependent` depends on `dependency`, directly or not.
     func dependsTransitively(_ dependent: Int, on dependency: Int) -> Bool {
