@@ -251,4 +251,10 @@ extension ServiceScope {
         func open<K: GeneratedKey>(_ key: K.Type) async throws -> GeneratedService { try await resolve(key) }
         return try await open(GeneratedKeys.key(index))
     }
+
+    /// The scope's instance of generated key `index`, resolved without suspending.
+    func resolveGeneratedSynchronously(_ index: Int) throws -> GeneratedService {
+        func open<K: GeneratedKey>(_ key: K.Type) throws -> GeneratedService { try resolveSynchronously(key) }
+        return try open(GeneratedKeys.key(index))
+    }
 }

@@ -99,7 +99,7 @@ struct SeededScopeTests {
         #expect(error.problems.map(\.key) == ["SessionUser", "Clock", "Audit", "RequestID"])
         #expect(error.problems[0].message == "SessionUser was given to a scope twice")
         #expect(error.problems[1].message.contains("the graph provides it"))
-        #expect(error.problems[2].message.contains("declare it with builder.seed(Audit.self)"))
+        #expect(error.problems[2].message.contains("declare it with builder.seed(_:)"))
         #expect(error.problems[3].message.contains("RequestID is a seed of the graph's scopes"))
         // The seed's declaration is the site of a missing seed.
         #expect(error.problems[3].site?.fileID.hasSuffix("SeededScopeTests.swift") == true)
@@ -214,18 +214,135 @@ struct SeededScopeTests {
         #expect(live.alive == 0)
     }
 
-    @Test func aSeedThatIsAlsoTheGraphsSingletonGetsItsHooksFromTheGraphOnly() async throws {
+    @Test func aScopeRefusesToOwnAnInstanceTheGraphOrAnotherScopeOwns() async throws {
         let log = EventLog()
         let shared = HookedService("shared", log: log)
         var builder = ServiceGraph.Builder()
         builder.provide(Cart.self) { shared }
         builder.seed(Connection.self)
         let graph = try await builder.build()
-        let scope = try graph.makeScope(seeding: ScopeSeed(Connection.self, shared, ownedByScope: true))
-        try await scope.close()
-        #expect(log.count(of: "willRemove shared") == 0)
+        // The graph's singleton: the graph runs its hooks.
+        let error = try #require(throws: ServiceGraphError.self) {
+            try graph.makeScope(seeding: ScopeSeed(Connection.self, shared, ownedByScope: true))
+        }
+        #expect(error.codes == [.ownedSeedInUse])
+        #expect(error.problems[0].key == "Connection")
+        // Given without ownership, it is only read.
+        let borrowing = try graph.makeScope(seeding: ScopeSeed(Connection.self, shared))
+        try await borrowing.close()
+        // One instance owned by one scope at a time; once that scope is closed, another may own it.
+        let connection = HookedService("connection", log: log)
+        let first = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        let second = try #require(throws: ServiceGraphError.self) {
+            try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        }
+        #expect(second.codes == [.ownedSeedInUse])
+        try await first.close()
+        let third = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        try await third.close()
         try await graph.shutdown()
-        #expect(log.all == ["init shared", "didAdd shared", "willRemove shared"])
+        #expect(
+            log.all == [
+                "init shared", "didAdd shared", "init connection", "willRemove connection", "willRemove connection",
+                "willRemove shared",
+            ]
+        )
+    }
+
+    @Test func aCallersSeedGetsNoHooksEvenThroughAScopedServiceThatHandsItOut() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.seed(Connection.self)
+        builder.provide(Cart.self, lifetime: .scoped, dependsOn: Connection.self) { $0 }
+        let graph = try await builder.build()
+        let connection = HookedService("caller's", log: log)
+        for _ in 0..<2 {
+            let scope = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection))
+            #expect(try await scope.resolve(Cart.self) === connection)
+            try await scope.close()
+        }
+        // Once no scope holds it, a scope may own it.
+        let owning = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        #expect(try await owning.resolve(Cart.self) === connection)
+        try await owning.close()
+        try await graph.shutdown()
+        #expect(log.all == ["init caller's", "willRemove caller's"])
+    }
+
+    @Test func aScopeThatIsNotMadeLeavesItsSeedsToTheCaller() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.seed(Connection.self)
+        let graph = try await builder.build()
+        try await graph.shutdown()
+        let connection = HookedService("connection", log: log)
+        let error = try #require(throws: ServiceGraphError.self) {
+            try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        }
+        #expect(error.codes == [.graphShutDown])
+        #expect(log.all == ["init connection"])
+    }
+
+    @Test func resolvingSynchronouslyInAScopeReadsSeedsAndNamesTheScopedServiceInTheWay() async throws {
+        // A transient on a scoped service (not a seed) names the path to it.
+        var builder = sessionBuilder(EventLog())
+        builder.provide(Audit.self, lifetime: .transient, dependsOn: Greeting.self, Cart.self) { greeting, _ in greeting
+        }
+        let withCart = try await builder.build()
+        let cartScope = try withCart.makeScope(
+            seeding: ScopeSeed(SessionUser.self, User(id: 2, name: "Bo")),
+            ScopeSeed(RequestID.self, "q")
+        )
+        let blocked = try #require(throws: ServiceGraphError.self) { try cartScope.resolveSynchronously(Audit.self) }
+        #expect(blocked.codes == [.requiresAwait])
+        #expect(blocked.problems[0].path == ["Audit", "Cart"])
+        #expect(
+            blocked.problems[0].message
+                == "Audit cannot be resolved synchronously: it depends on the scoped service Cart, whose creation may suspend; use `try await scope.resolve`"
+        )
+        #expect(try await cartScope.resolve(Audit.self) == "hello Bo (q) at 42")
+        try await cartScope.close()
+        try await withCart.shutdown()
+
+        let log = EventLog()
+        let graph = try await sessionBuilder(log).build()
+        let scope = try graph.makeScope(
+            seeding: ScopeSeed(SessionUser.self, User(id: 1, name: "Ada")),
+            ScopeSeed(RequestID.self, "r")
+        )
+        #expect(try scope.resolveSynchronously(RequestID.self) == "r")
+        #expect(try scope.resolveSynchronously(Clock.self) == 42)
+        // A scoped instance is left to `resolve`, created or not: success must not depend on timing.
+        for _ in 0..<2 {
+            let error = try #require(throws: ServiceGraphError.self) { try scope.resolveSynchronously(Cart.self) }
+            #expect(error.codes == [.requiresAwait])
+            #expect(error.problems[0].message.contains("use `try await scope.resolve`"))
+            _ = try await scope.resolve(Cart.self)
+        }
+        // A transient made from seeds and singletons is made without suspending, on either path.
+        #expect(try scope.resolveSynchronously(Greeting.self) == "hello Ada (r) at 42")
+        #expect(try await scope.resolve(Greeting.self) == "hello Ada (r) at 42")
+        try await scope.close()
+        try await graph.shutdown()
+    }
+
+    @Test func seedReadsAreReportedWhenResolveEventsAreOn() async throws {
+        let log = EventLog()
+        let events = Locked<[ServiceGraphEvent]>([])
+        var builder = sessionBuilder(log)
+        builder.reportsResolveEvents = true
+        builder.eventHandler = { event in events.withLock { $0.append(event) } }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope(
+            seeding: ScopeSeed(SessionUser.self, User(id: 1, name: "Ada")),
+            ScopeSeed(RequestID.self, "r")
+        )
+        #expect(try scope.resolveSynchronously(RequestID.self) == "r")
+        #expect(try await scope.resolve(SessionUser.self).name == "Ada")
+        let resolved = events.withLock { $0.filter { $0.kind == .resolved }.map(\.key) }
+        #expect(resolved == ["RequestID", "SessionUser"])
+        try await scope.close()
+        try await graph.shutdown()
     }
 
     @Test func aChildGraphKeepsItsParentsSeedsAndMayReplaceOneWithAProvider() async throws {
@@ -246,6 +363,25 @@ struct SeededScopeTests {
         let session = try overridden.makeScope(seeding: ScopeSeed(SessionUser.self, User(id: 4, name: "Di")))
         #expect(try await session.resolve(Greeting.self) == "hello Di (fixed) at 42")
         try await session.close()
+        // The code that seeds the scopes still passes the replaced seed: it is ignored.
+        let seeded = try overridden.makeScope(
+            seeding: ScopeSeed(SessionUser.self, User(id: 5, name: "Ed")),
+            ScopeSeed(RequestID.self, "ignored")
+        )
+        #expect(try await seeded.resolve(Greeting.self) == "hello Ed (fixed) at 42")
+        try await seeded.close()
+
+        // A child's own provider of an inherited seed replaces it the same way.
+        var provided = parent.makeChildBuilder()
+        provided.provide(RequestID.self, lifetime: .scoped) { "child" }
+        let providing = try await provided.build()
+        let scoped = try providing.makeScope(
+            seeding: ScopeSeed(SessionUser.self, User(id: 6, name: "Flo")),
+            ScopeSeed(RequestID.self, "ignored")
+        )
+        #expect(try await scoped.resolve(Greeting.self) == "hello Flo (child) at 42")
+        try await scoped.close()
+        try await providing.shutdown()
         try await overridden.shutdown()
         try await child.shutdown()
         try await parent.shutdown()
@@ -259,6 +395,13 @@ struct SeededScopeTests {
         let scope = try graph.makeScope(seeding: ScopeSeed(RequestID.self, "t"))
         #expect(try await scope.resolve(Greeting.self) == "hello Test (t) at 42")
         try await scope.close()
+        // The application's code that still seeds the user keeps working; the test's value wins.
+        let seeded = try graph.makeScope(
+            seeding: ScopeSeed(SessionUser.self, User(id: 9, name: "Real")),
+            ScopeSeed(RequestID.self, "u")
+        )
+        #expect(try await seeded.resolve(Greeting.self) == "hello Test (u) at 42")
+        try await seeded.close()
         try await graph.shutdown()
     }
 
@@ -326,6 +469,49 @@ struct SeededScopeTests {
             #expect(decoded.services.filter(\.seed).map(\.key) == ["SessionUser", "RequestID"])
             #expect(decoded.services.filter(\.seed).allSatisfy { $0.lifetime == "scoped" })
         }
+        try await graph.shutdown()
+    }
+
+    @Test func aDeepChainOfTransientsOnASeedIsMadeOnEveryPathWithTheScopesValue() async throws {
+        // Key 0 is the seed; keys 1...200 are transients, each on the one before: deeper than the
+        // recursion limit, so the iterative path reads the seed too.
+        var builder = ServiceGraph.Builder()
+        GeneratedKeys.seed(0, into: &builder)
+        for index in 1...200 {
+            GeneratedKeys.provide(index, lifetime: .transient, dependsOn: [index - 1], into: &builder)
+        }
+        let graph = try await builder.build()
+        for seedValue in [10, 1_000] {
+            let scope = try graph.makeScope(seeding: GeneratedKeys.scopeSeed(0, value: seedValue))
+            #expect(try await scope.resolveGenerated(200).value == seedValue + 200)
+            #expect(try scope.resolveGeneratedSynchronously(200).value == seedValue + 200)
+            #expect(try scope.resolveGeneratedSynchronously(30).value == seedValue + 30)
+            try await scope.close()
+        }
+        try await graph.shutdown()
+    }
+
+    @Test func asynchronousFactoriesReadSeedsBesideThePreparedDependencies() async throws {
+        // Async factories whose dependencies mix seeds, created and new scoped services, transients and
+        // singletons, in every order: each must get its own values, in declaration order.
+        var builder = ServiceGraph.Builder()
+        GeneratedKeys.provide(0, dependsOn: [], into: &builder)  // singleton, value 1
+        GeneratedKeys.seed(1, into: &builder)
+        GeneratedKeys.provide(2, lifetime: .scoped, dependsOn: [0], asynchronous: true, into: &builder)  // 2
+        GeneratedKeys.provide(3, lifetime: .transient, dependsOn: [1], into: &builder)  // seed + 1
+        GeneratedKeys.seed(4, into: &builder)
+        GeneratedKeys.provide(5, lifetime: .scoped, dependsOn: [1, 2, 4], asynchronous: true, into: &builder)
+        GeneratedKeys.provide(6, lifetime: .transient, dependsOn: [4, 3, 2], asynchronous: true, into: &builder)
+        GeneratedKeys.provide(7, lifetime: .transient, dependsOn: [5, 1, 0], asynchronous: true, into: &builder)
+        let graph = try await builder.build()
+        let scope = try graph.makeScope(
+            seeding: GeneratedKeys.scopeSeed(1, value: 100),
+            GeneratedKeys.scopeSeed(4, value: 10_000)
+        )
+        #expect(try await scope.resolveGenerated(6).value == 1 + 10_000 + 101 + 2)
+        #expect(try await scope.resolveGenerated(7).value == 1 + (1 + 100 + 2 + 10_000) + 100 + 1)
+        #expect(try await scope.resolveGenerated(5).value == 1 + 100 + 2 + 10_000)
+        try await scope.close()
         try await graph.shutdown()
     }
 }

@@ -100,6 +100,7 @@ extension ServiceGraphError {
             case missingSeed = "missing seed"
             case unexpectedSeed = "unexpected seed"
             case duplicateSeed = "duplicate seed"
+            case ownedSeedInUse = "owned seed in use"
         }
 
         private let base: Base
@@ -152,6 +153,8 @@ extension ServiceGraphError {
         public static let unexpectedSeed = Code(.unexpectedSeed)
         /// A scope was given two values for one seed.
         public static let duplicateSeed = Code(.duplicateSeed)
+        /// A scope was given a seed to own whose instance the graph or another open scope already owns.
+        public static let ownedSeedInUse = Code(.ownedSeedInUse)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

@@ -50,7 +50,8 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         public static let willRemove = Kind(.willRemove)
         /// A service was resolved (only with ``ServiceGraph/Builder/reportsResolveEvents``).
         public static let resolved = Kind(.resolved)
-        /// A scope was opened.
+        /// A scope was opened; the event's key lists the seeds it was given, if any
+        /// (`"SessionUserKey, RequestKey"`).
         public static let scopeOpened = Kind(.scopeOpened)
         /// A scope was closed and its instances released.
         public static let scopeClosed = Kind(.scopeClosed)

@@ -113,6 +113,52 @@ extension _GraphCore {
         ServiceGraphError(needsScope[slot] ? scopeRequired(slot) : requiresAwait(slot))
     }
 
+    /// The error for a service a scope cannot resolve without suspending: a scoped service, or one that
+    /// depends on one, named with the path to it; or a chain with an asynchronous factory.
+    @usableFromInline
+    func cannotResolveSynchronouslyInScopeError(_ slot: Int) -> ServiceGraphError {
+        let name = name(slot)
+        let path = pathToScopedService(from: slot)
+        let reason =
+            switch path.count {
+            case 0: "its factory, or the factory of one of its dependencies, is async"
+            case 1: "it is scoped, and creating a scoped instance may suspend"
+            default: "it depends on the scoped service \(path.last!), whose creation may suspend"
+            }
+        return ServiceGraphError(
+            .init(
+                .requiresAwait,
+                key: name,
+                path: path,
+                site: site(slot),
+                message: "\(name) cannot be resolved synchronously: \(reason); use `try await scope.resolve`"
+            )
+        )
+    }
+
+    /// The shortest path of names from `slot` to a scoped service that is not a seed (a seed is always in
+    /// place), breadth first; empty when there is none.
+    private func pathToScopedService(from slot: Int) -> [String] {
+        var parent = [slot: slot]
+        var queue = [slot]
+        var head = 0
+        while head < queue.count {
+            let current = queue[head]
+            head += 1
+            if lifetime(of: current) == .scoped {
+                guard !isSeed(current) else { continue }
+                var path = [current]
+                while path.last! != slot { path.append(parent[path.last!]!) }
+                return path.reversed().map(name)
+            }
+            for dependency in dependencies(of: current) where parent[dependency] == nil {
+                parent[dependency] = current
+                queue.append(dependency)
+            }
+        }
+        return []
+    }
+
     /// Traps with the message `resolve` would throw: the subscript's out-of-range access.
     @usableFromInline
     func trapNotSingleton<Key: ServiceKey>(_ key: Key.Type) -> Never {

@@ -20,6 +20,9 @@ struct GraphPlan: Sendable {
     let duplicates: [(first: Registration, again: Registration)]
     /// Overrides of keys that were never provided, in registration order. Validation reports them.
     let unknownOverrides: [Registration]
+    /// The slots, in order, of seeds a provider replaced (an override, or a child graph's own provider of
+    /// a seed it inherited): a scope given a value for one ignores it.
+    let replacedSeedSlots: [Int]
     /// The lifetime of each slot's provider, apart from the providers so that the passes over every
     /// edge read one byte per service.
     let lifetimes: [Lifetime]
@@ -35,6 +38,7 @@ struct GraphPlan: Sendable {
         var table = KeyTable(capacity: registrations.count)
         var duplicates: [(first: Registration, again: Registration)] = []
         var unknownOverrides: [Registration] = []
+        var replacedSeeds: Set<Int> = []
         var providers = registrations
         // The common case (no duplicates, no overrides) keeps the registrations as they are, shared.
         var isPlain = true
@@ -53,6 +57,7 @@ struct GraphPlan: Sendable {
                 if let existing = table.insert(registration.keyID) {
                     let first = providers[existing]
                     if first.isInherited {
+                        if first.isSeed && !registration.isSeed { replacedSeeds.insert(existing) }
                         providers[existing] = registration  // the child's own provider comes first
                         continue
                     }
@@ -67,6 +72,7 @@ struct GraphPlan: Sendable {
             let registration = registrations[index]
             if let slot = table.slot(for: registration.keyID) {
                 let replaced = providers[slot]
+                if replaced.isSeed { replacedSeeds.insert(slot) }
                 providers[slot] =
                     registration.inheritsLifetime ? registration.with(lifetime: replaced.lifetime) : registration
                 overridden[slot] = true
@@ -104,6 +110,7 @@ struct GraphPlan: Sendable {
         self.overridden = overridden
         self.duplicates = duplicates
         self.unknownOverrides = unknownOverrides
+        self.replacedSeedSlots = replacedSeeds.sorted()
         self.lifetimes = lifetimes
         self.missingEdgeCount = missingEdgeCount
         self.order = Topology.order(of: edges)

@@ -5,11 +5,15 @@ struct ResolutionTraits {
     var resolvesSynchronously: [Bool]
     /// Whether resolving needs a ``ServiceScope``: scoped, or depending on a scoped service.
     var needsScope: [Bool]
+    /// Whether resolving from a scope needs no suspension: as ``resolvesSynchronously``, where a seed
+    /// (always in place in a scope) counts as a singleton does.
+    var resolvesSynchronouslyInScope: [Bool]
 
     /// Computes the traits of a valid plan (no missing edges, no cycles).
     init(_ plan: GraphPlan) {
         resolvesSynchronously = Array(repeating: false, count: plan.count)
         needsScope = Array(repeating: false, count: plan.count)
+        resolvesSynchronouslyInScope = Array(repeating: false, count: plan.count)
         let lifetimes = plan.lifetimes
         let edges = plan.edges
         // Index loops over the flat edges: one pass per service, no slice or closure per service.
@@ -17,17 +21,25 @@ struct ResolutionTraits {
             let lifetime = lifetimes[slot]
             var dependsOnScope = false
             var dependenciesResolveSynchronously = true
+            var dependenciesResolveSynchronouslyInScope = true
             edges.forEachDependency(of: slot) { dependency in
                 dependsOnScope = dependsOnScope || needsScope[dependency]
                 dependenciesResolveSynchronously = dependenciesResolveSynchronously && resolvesSynchronously[dependency]
+                dependenciesResolveSynchronouslyInScope =
+                    dependenciesResolveSynchronouslyInScope && resolvesSynchronouslyInScope[dependency]
             }
             needsScope[slot] = lifetime == .scoped || dependsOnScope
             switch lifetime {
-            case .singleton: resolvesSynchronously[slot] = true
-            case .scoped: resolvesSynchronously[slot] = false
+            case .singleton:
+                resolvesSynchronously[slot] = true
+                resolvesSynchronouslyInScope[slot] = true
+            case .scoped:
+                resolvesSynchronously[slot] = false
+                resolvesSynchronouslyInScope[slot] = plan.providers[slot].isSeed
             case .transient:
-                resolvesSynchronously[slot] =
-                    dependenciesResolveSynchronously && plan.providers[slot].factory.isSynchronous
+                let isSynchronous = plan.providers[slot].factory.isSynchronous
+                resolvesSynchronously[slot] = dependenciesResolveSynchronously && isSynchronous
+                resolvesSynchronouslyInScope[slot] = dependenciesResolveSynchronouslyInScope && isSynchronous
             }
         }
     }

@@ -36,7 +36,7 @@ struct Registration: Sendable {
 
     /// This registration with another lifetime (an override taking the one it replaces).
     func with(lifetime: Lifetime) -> Registration {
-        var registration = Registration(
+        Registration(
             key: key,
             lifetime: lifetime,
             dependencies: dependencies,
@@ -44,8 +44,6 @@ struct Registration: Sendable {
             factory: factory,
             isOverride: isOverride
         )
-        registration.isSeed = isSeed
-        return registration
     }
 
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }

@@ -11,8 +11,11 @@ public struct ScopeSeed: Sendable {
     let key: any ServiceKey.Type
     /// The value, held as the graph holds instances (see ``_AnyBox``).
     let box: _AnyBox
-    /// The value's lifecycle hooks, when the scope owns it and it has some.
+    /// The value's lifecycle hooks, if it has some: claimed by the scope either way, so that no service
+    /// of the scope that hands the seed out runs them (see ``HookClaims``).
     let hooks: InstanceHooks?
+    /// Whether the scope runs the value's `willRemove` when it closes.
+    let isOwnedByScope: Bool
 
     /// The value of the seed `key` for one scope.
     ///
@@ -22,12 +25,14 @@ public struct ScopeSeed: Sendable {
     ///   - ownedByScope: Whether the scope ends the value's life: when true, a value that adopts
     ///     ``LifecycleHooks`` gets its ``LifecycleHooks/willRemove()`` when the scope closes, after every
     ///     scoped instance (it was there first). Its ``LifecycleHooks/didAdd()`` is not run: the caller
-    ///     made the value, and hands it over ready. False by default: the caller owns the value, and the
-    ///     scope runs no hooks on it.
+    ///     made the value, and hands it over ready. False by default: the caller owns the value, and no
+    ///     hook runs on it in the scope, not even through a scoped service that hands it out. A scope
+    ///     that is not made leaves the value to the caller.
     public init<Key: ServiceKey>(_ key: Key.Type, _ value: Key.Value, ownedByScope: Bool = false) {
         self.key = key
-        self.box = _box(value)
-        self.hooks = ownedByScope ? (value as? any LifecycleHooks).map(InstanceHooks.init) : nil
+        self.box = boxedInstance(value)
+        self.hooks = (value as? any LifecycleHooks).map(InstanceHooks.init)
+        self.isOwnedByScope = ownedByScope
     }
 
     /// The key's name, as errors and events give it.
@@ -35,68 +40,128 @@ public struct ScopeSeed: Sendable {
 }
 
 extension _GraphCore {
-    /// A seed given to a new scope, at the slot of its key.
-    typealias PlacedSeed = (slot: Int, seed: ScopeSeed)
+    /// A seed given to a new scope, at the slot of its key, with the claim on its hooks (nil when it
+    /// has none, or another graph or scope runs them).
+    struct PlacedSeed {
+        let slot: Int
+        let seed: ScopeSeed
+        var claimedHooks: InstanceHooks? = nil
+    }
 
-    /// The seeds given to a new scope at their slots, in slot order: every seed of the graph, once.
+    /// The seeds given to a new scope at their slots, in slot order: every seed of the graph, once. A
+    /// seed given for a key whose seed an override (or a child graph's own provider) replaced is left
+    /// out: code that seeds its scopes keeps working in a test that fixes the value.
     ///
     /// - Throws: Every key missing, given twice or not a seed, at once, before anything is made.
     func placedSeeds(_ seeds: [ScopeSeed]) throws(ServiceGraphError) -> [PlacedSeed] {
         if seeds.isEmpty && seedSlots.isEmpty { return [] }
-        var given = Array(repeating: false, count: count)
-        var placed: [PlacedSeed] = []
-        placed.reserveCapacity(seeds.count)
+        // Indexed by position in `seedSlots` (sorted): a scope costs its seeds, not the graph's size.
+        var given: [ScopeSeed?] = Array(repeating: nil, count: seedSlots.count)
         var problems: [ServiceGraphError.Problem] = []
+        // One problem per key, however many times it is given.
+        var reported: Set<ObjectIdentifier> = []
         for seed in seeds {
             func slot<Key: ServiceKey>(of key: Key.Type) -> Int? { self.slot(of: key) }
             guard let slot = slot(of: seed.key) else {
-                let name = seed.name
+                guard reported.insert(ObjectIdentifier(seed.key)).inserted else { continue }
                 problems.append(
                     .init(
                         .unexpectedSeed,
-                        key: name,
-                        message:
-                            "\(name) was given to a scope but is not in the graph; declare it with builder.seed(\(name).self)"
+                        key: seed.name,
+                        message: "\(seed.name) was given to a scope but is not in the graph; "
+                            + "declare it with builder.seed(_:)"
                     )
                 )
                 continue
             }
             let name = self.name(slot)
-            guard isSeed(slot) else {
+            guard let position = Self.position(of: slot, in: seedSlots) else {
+                if Self.position(of: slot, in: replacedSeedSlots) != nil { continue }
+                guard reported.insert(ObjectIdentifier(seed.key)).inserted else { continue }
                 problems.append(
                     .init(
                         .unexpectedSeed,
                         key: name,
                         site: site(slot),
-                        message:
-                            "\(name) was given to a scope, but the graph provides it; only keys declared with builder.seed(_:) are given to a scope"
+                        message: "\(name) was given to a scope, but the graph provides it; "
+                            + "only keys declared with builder.seed(_:) are given to a scope"
                     )
                 )
                 continue
             }
-            guard !given[slot] else {
+            guard given[position] == nil else {
+                guard reported.insert(ObjectIdentifier(seed.key)).inserted else { continue }
                 problems.append(
                     .init(.duplicateSeed, key: name, site: site(slot), message: "\(name) was given to a scope twice")
                 )
                 continue
             }
-            given[slot] = true
-            placed.append((slot, seed))
+            given[position] = seed
         }
-        for slot in seedSlots where !given[slot] {
+        for (position, slot) in seedSlots.enumerated() where given[position] == nil {
             let name = self.name(slot)
             problems.append(
                 .init(
                     .missingSeed,
                     key: name,
                     site: site(slot),
-                    message: "\(name) is a seed of the graph's scopes, but the scope was not given its value: "
-                        + "makeScope(seeding: ScopeSeed(\(name).self, value))"
+                    message: "\(name) is a seed of the graph's scopes, but the scope was not given its value "
+                        + "(makeScope(seeding:) takes a ScopeSeed for each seed)"
                 )
             )
         }
         guard problems.isEmpty else { throw ServiceGraphError(problems) }
-        placed.sort { $0.slot < $1.slot }
-        return placed
+        return zip(seedSlots, given).map { PlacedSeed(slot: $0, seed: $1.unsafelyUnwrapped) }
+    }
+
+    /// Claims the hooks of each seed that has some, so that no service of the new scope runs them.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/ownedSeedInUse`` for each seed owned by the scope whose hooks
+    ///   the graph or another open scope already runs: two owners would end it twice, or one would
+    ///   end it under the other. Nothing stays claimed then.
+    func claimingHooks(of seeds: [PlacedSeed]) throws(ServiceGraphError) -> [PlacedSeed] {
+        var claimed = seeds
+        var problems: [ServiceGraphError.Problem] = []
+        for index in claimed.indices {
+            guard let hooks = claimed[index].seed.hooks else { continue }
+            if hookClaims.claim(hooks) {
+                claimed[index].claimedHooks = hooks
+            } else if claimed[index].seed.isOwnedByScope {
+                let name = self.name(claimed[index].slot)
+                problems.append(
+                    .init(
+                        .ownedSeedInUse,
+                        key: name,
+                        site: site(claimed[index].slot),
+                        message: "\(name) was given to a scope as owned by it, but the graph or another open "
+                            + "scope already runs that instance's hooks; give each scope its own instance, or "
+                            + "give it without ownedByScope"
+                    )
+                )
+            }
+        }
+        guard problems.isEmpty else {
+            giveBackHooks(of: claimed)
+            throw ServiceGraphError(problems)
+        }
+        return claimed
+    }
+
+    /// Gives back the claims ``claimingHooks(of:)`` took.
+    func giveBackHooks(of seeds: [PlacedSeed]) {
+        for seed in seeds {
+            if let hooks = seed.claimedHooks { hookClaims.giveBack(hooks) }
+        }
+    }
+
+    /// The position of `slot` in `slots`, which are sorted.
+    private static func position(of slot: Int, in slots: [Int]) -> Int? {
+        var low = 0
+        var high = slots.count
+        while low < high {
+            let middle = (low + high) / 2
+            if slots[middle] < slot { low = middle + 1 } else { high = middle }
+        }
+        return low < slots.count && slots[low] == slot ? low : nil
     }
 }

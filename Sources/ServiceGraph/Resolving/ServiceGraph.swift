@@ -182,15 +182,17 @@ public final class ServiceGraph: Sendable {
     /// ```
     ///
     /// Every seed must be given, once, and nothing else: otherwise no scope is made, and the error
-    /// names each key that is missing, given twice, or not a seed. Each seed is in place from the start:
-    /// resolving it from the scope returns the value given, without suspending. The scope releases
-    /// its seeds last, after its scoped instances; it runs no hooks on them unless a seed is given
-    /// ``ScopeSeed/init(_:_:ownedByScope:)`` with `ownedByScope: true`. Otherwise as ``makeScope()``.
+    /// names each key that is missing, given twice, or not a seed (a value for a seed that an override
+    /// replaced is ignored). Each seed is in place from the start: resolving it from the scope returns
+    /// the value given, without suspending. The scope releases its seeds last, after its scoped
+    /// instances; it runs no hooks on them unless a seed is given with `ownedByScope: true`
+    /// (``ScopeSeed/init(_:_:ownedByScope:)``). When this throws, the values stay the caller's.
+    /// Otherwise as ``makeScope()``.
     ///
     /// - Throws: ``ServiceGraphError`` with a ``ServiceGraphError/Code/missingSeed``,
-    ///   ``ServiceGraphError/Code/duplicateSeed`` or ``ServiceGraphError/Code/unexpectedSeed`` problem
-    ///   per key that is wrong, all at once; ``ServiceGraphError/Code/graphShutDown`` after
-    ///   ``shutdown()``.
+    ///   ``ServiceGraphError/Code/duplicateSeed``, ``ServiceGraphError/Code/unexpectedSeed`` or
+    ///   ``ServiceGraphError/Code/ownedSeedInUse`` problem per key that is wrong, all at once;
+    ///   ``ServiceGraphError/Code/graphShutDown`` after ``shutdown()``.
     public func makeScope(seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
         try makeScope(seeding: seeds)
     }
@@ -198,20 +200,28 @@ public final class ServiceGraph: Sendable {
     /// Opens a child scope given the values of the graph's seeds, as an array; see
     /// ``makeScope(seeding:)-(ScopeSeed...)``.
     public func makeScope(seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
-        let placed = try _core.placedSeeds(seeds)
-        return try state.withLock { state throws(ServiceGraphError) in
-            guard !state.shutdown.hasStarted else {
-                throw ServiceGraphError(_core.shutDownProblem("a new scope"))
+        let placed = try _core.claimingHooks(of: _core.placedSeeds(seeds))
+        // Names only for a listener, and made outside the lock (a key's name may run the key's code).
+        let names =
+            _core.events.isEnabled && !placed.isEmpty ? placed.map { _core.name($0.slot) }.joined(separator: ", ") : nil
+        do {
+            return try state.withLock { state throws(ServiceGraphError) in
+                guard !state.shutdown.hasStarted else {
+                    throw ServiceGraphError(_core.shutDownProblem("a new scope"))
+                }
+                let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
+                state.scopeLayout = layout
+                let scope = ServiceScope(graph: self, layout: layout, id: state.nextID, seeds: placed)
+                state.scopes[state.nextID] = WeakReference(scope)
+                state.nextID += 1
+                state.unfinished += 1
+                _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
+                return scope
             }
-            let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
-            state.scopeLayout = layout
-            let scope = ServiceScope(graph: self, layout: layout, id: state.nextID, seeds: placed)
-            state.scopes[state.nextID] = WeakReference(scope)
-            state.nextID += 1
-            state.unfinished += 1
-            let names = seeds.isEmpty ? nil : placed.map { _core.name($0.slot) }.joined(separator: ", ")
-            _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
-            return scope
+        } catch {
+            // No scope: the seeds stay the caller's.
+            _core.giveBackHooks(of: placed)
+            throw error
         }
     }
 

@@ -37,6 +37,9 @@ public final class ServiceScope: Sendable {
         var created: [(slot: Int, hooks: InstanceHooks?)] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
         var closing = Teardown<[ServiceGraphError.Problem]>()
+        /// The claims on the hooks of the seeds the caller owns: held while the scope is open, so that no
+        /// scoped service that hands one out runs its hooks, and given back unrun.
+        var callerSeedClaims: [InstanceHooks] = []
     }
 
     /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
@@ -47,11 +50,12 @@ public final class ServiceScope: Sendable {
         self.id = id
         let instances = _GraphCore.ScopeCells(layout: layout)
         var state = State()
-        for (slot, seed) in seeds {
-            instances.publish(seed.box, at: slot)
-            // A seed the scope owns gets its `willRemove` here unless another graph runs its hooks.
-            let hooks = seed.hooks.flatMap { graph._core.hookClaims.claim($0) ? $0 : nil }
-            state.created.append((slot, hooks))
+        for placed in seeds {
+            instances.publish(placed.seed.box, at: placed.slot)
+            // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
+            let owned = placed.seed.isOwnedByScope
+            state.created.append((placed.slot, owned ? placed.claimedHooks : nil))
+            if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
         }
         self.instances = instances
         self.state = Locked(state)
@@ -64,6 +68,8 @@ public final class ServiceScope: Sendable {
             guard case .run = state.closing.start() else { return nil }
             _ = state.closing.finish(with: [])
             defer { state.created = [] }
+            for hooks in state.callerSeedClaims { _core.hookClaims.giveBack(hooks) }
+            state.callerSeedClaims = []
             var boxes: [_AnyBox] = []
             var owed: [StartedService] = []
             for entry in state.created {
@@ -130,19 +136,22 @@ public final class ServiceScope: Sendable {
         defer { _leave() }
         // A scoped instance already created is read here, as fast as a singleton.
         if case .created(let box) = entry, !_core.reportsResolves { return box.value(as: Key.Value.self) }
-        // A singleton, or a transient whose whole chain is synchronous, is made here, in the caller,
-        // as `resolveSynchronously` makes it: no asynchronous call unless a factory must be awaited.
-        if _core.resolvesSynchronously(slot) {
+        // A singleton, or a transient whose whole chain is synchronous (seeds are in place), is made
+        // here, in the caller, as `resolveSynchronously` makes it: no asynchronous call unless a factory
+        // must be awaited.
+        if _core.resolvesSynchronouslyInScope(slot) {
             if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
             return try _core.valueSynchronously(at: slot, as: key, in: self)
         }
         return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: self), as: Key.Value.self)
     }
 
-    /// Resolves `key` without suspending: a singleton, a scoped instance already created (a seed always
-    /// is), or a transient whose chain is synchronous and needs no scoped instance.
+    /// Resolves `key` without suspending: a singleton, a seed of the scope, or a transient whose chain is
+    /// synchronous and needs no scoped service but seeds.
     ///
-    /// - Throws: ``ServiceGraphError``, as ``ServiceGraph/resolveSynchronously(_:)``.
+    /// - Throws: ``ServiceGraphError``, as ``ServiceGraph/resolveSynchronously(_:)``, with
+    ///   ``ServiceGraphError/Code/requiresAwait`` naming the scoped service in the way, and
+    ///   ``ServiceGraphError/Code/scopeClosed`` after ``close()``.
     /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
@@ -150,11 +159,11 @@ public final class ServiceScope: Sendable {
         let entry = _enter(at: slot)
         if case .refused = entry { throw _closedError(key) }
         defer { _leave() }
-        if case .created(let box) = entry {
-            if _core.reportsResolves { _core.reportRead(of: slot) }
-            return box.value(as: Key.Value.self)
+        // A seed is in place from the start, and read like one of the chain's (a created scoped instance
+        // is not: the call's success would depend on timing, so it is left to `resolve`).
+        guard _core.resolvesSynchronouslyInScope(slot) else {
+            throw _core.cannotResolveSynchronouslyInScopeError(slot)
         }
-        guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }
         if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
         return try _core.valueSynchronously(at: slot, as: key, in: self)
     }
@@ -196,6 +205,13 @@ public final class ServiceScope: Sendable {
     @usableFromInline
     func _leave() {
         resolves.leave()
+    }
+
+    /// The box of the instance at `slot` if it is a scoped service already created (a seed always is),
+    /// not retained: for a resolve in flight, which keeps it alive (see ``_GraphCore/ScopeCells``).
+    @usableFromInline
+    func _publishedBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        instances.box(at: slot)
     }
 
     /// The box of the instance at `slot` if it is a scoped service already created and the scope is
@@ -357,9 +373,12 @@ public final class ServiceScope: Sendable {
             for task in pending {
                 _ = try? await task.value
             }
-            let created = state.withLock { state in
-                defer { state.created = [] }
-                return state.created
+            let (created, callerSeedClaims) = state.withLock { state in
+                defer {
+                    state.created = []
+                    state.callerSeedClaims = []
+                }
+                return (state.created, state.callerSeedClaims)
             }
             // In creation order, taken out of the table: no resolve reads it any more.
             var boxes = created.compactMap { instances.take($0.slot) }
@@ -367,6 +386,7 @@ public final class ServiceScope: Sendable {
                 entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
             }
             let problems = await Lifecycle.release(started, of: _core)
+            for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
             _core.events.send(ServiceGraphEvent(.scopeClosed))
             // Drop the scope's references most recent first, as the hooks ran.
             while !boxes.isEmpty { boxes.removeLast() }

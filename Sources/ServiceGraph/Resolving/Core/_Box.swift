@@ -188,16 +188,12 @@ func _internalInvariant(
 
 /// `value` held as the graph holds a created instance: the instance itself for a class, or else a
 /// ``_ValueBox`` (what a factory's thunk makes, for a value made outside the graph: a scope's seed).
-func _box<Value: Sendable>(_ value: Value) -> _AnyBox {
+func boxedInstance<Value: Sendable>(_ value: Value) -> _AnyBox {
     let layout = _ValueLayout(of: Value.self)
     if layout.isObject {
-        return withUnsafeTemporaryAllocation(of: Value.self, capacity: 1) { buffer in
-            // Safety: a class instance is one strong reference, as an `_AnyBox` is (the same reading as
-            // `_AnyFactory.makeBoxSynchronously`).
-            let address = buffer.baseAddress.unsafelyUnwrapped
-            address.initialize(to: value)
-            return UnsafeMutableRawPointer(address).assumingMemoryBound(to: _AnyBox.self).move()
-        }
+        // Safety: a class instance is one strong reference, as an `_AnyBox` is (`unsafeBitCast` checks
+        // the sizes agree).
+        return unsafeBitCast(value, to: _AnyBox.self)
     }
     let box = _ValueBox.empty(for: layout)
     box.valueAddress.initializeMemory(as: Value.self, to: value)

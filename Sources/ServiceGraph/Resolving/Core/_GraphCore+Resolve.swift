@@ -61,7 +61,8 @@ extension _GraphCore {
                     try await transientBox(at: slot, in: scope)
                 }
             }
-            guard resolvesSynchronously(slot) else { return try await transientBox(at: slot, in: scope) }
+            let synchronous = scope == nil ? resolvesSynchronously(slot) : resolvesSynchronouslyInScope(slot)
+            guard synchronous else { return try await transientBox(at: slot, in: scope) }
             do {
                 var resolver = _UnsafeResolver(core: self, scope: scope, slot: slot)
                 return try factory(at: slot).makeBoxSynchronously(&resolver)
@@ -88,13 +89,6 @@ extension _GraphCore {
     ) throws -> Key.Value {
         let start = ContinuousClock.now
         return try reported(Result { try valueSynchronously(at: slot, as: key, in: scope) }, of: slot, since: start)
-    }
-
-    /// Sends the ``ServiceGraphEvent/Kind/resolved`` event of a read of an instance already in place (a
-    /// scope's created instance, resolved synchronously).
-    @usableFromInline
-    func reportRead(of slot: Int) {
-        events.send(ServiceGraphEvent(.resolved, key: name(slot), duration: .zero))
     }
 
     /// Sends the ``ServiceGraphEvent/Kind/resolved`` event of a resolve of `slot` and hands on its result.

@@ -145,6 +145,8 @@ extension _GraphCore {
                 // An empty singleton slot is seen only by a factory a failed build abandoned (see
                 // `_GraphCore.awaitedBox(at:in:startsChain:)`): the same cancellation on every path.
                 if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
+                // A seed of the scope resolving the chain, in place from the start.
+                if let box = seedBox(at: slot) { return box.value(as: Value.self) }
                 throw core.requiresAwaitError(slot)
             }
             var resolver = _UnsafeResolver(self, slot: slot, depth: depth)
@@ -153,6 +155,19 @@ extension _GraphCore {
             } catch {
                 throw core.failure(error, at: slot)
             }
+        }
+
+        /// The seed at `slot` of the scope resolving the chain; nil for any other service, or outside a
+        /// scope.
+        ///
+        /// Seeds are the one kind of scoped service read in place on every path: each is published when
+        /// its scope is made, so the paths that prepare a factory's dependencies
+        /// (``_GraphCore/preparedDependencies(of:in:)``) and the ones that read them agree on which are
+        /// prepared. A scoped instance created meanwhile would not: it is always prepared.
+        @usableFromInline
+        func seedBox(at slot: Int) -> _GraphCore._PublishedBox? {
+            guard buffers.lifetimes[slot] == .scoped, let scope, core.isSeed(slot) else { return nil }
+            return scope._publishedBox(at: slot)
         }
 
         /// The value at `slot` past the recursion limit: a singleton, the value prepared for this call, or
@@ -164,6 +179,8 @@ extension _GraphCore {
             // `_GraphCore.awaitedBox(at:in:startsChain:)`); it must not take a prepared value meant for another
             // dependency.
             if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
+            // A seed of the scope: read where it is asked for, never prepared (see `seedBox(at:)`).
+            if let box = seedBox(at: slot) { return box.value(as: Value.self) }
             let box = try prepared?.next() ?? valueIteratively(at: slot)
             return _unsafeValue(of: box, as: Value.self)
         }
@@ -198,6 +215,8 @@ extension _GraphCore {
                     frames[top].position += 1
                     // A singleton is read where its value is asked for; only transients are made here.
                     if buffers.singletonBox(at: dependency) != nil { continue }
+                    // So is a seed of the scope (see `seedBox(at:)`).
+                    if seedBox(at: dependency) != nil { continue }
                     guard buffers.lifetimes[dependency] == .transient else {
                         throw unwinding(core.requiresAwaitError(dependency))
                     }
@@ -306,6 +325,12 @@ extension _GraphCore {
         for position in start..<end {
             let dependency = Int(buffers.dependencySlots[position])
             if buffers.singletonBox(at: dependency) != nil { continue }
+            // A seed is read in place by the factory's thunk (`_UnsafeResolver.seedBox(at:)`).
+            if let scope, lifetime(of: dependency) == .scoped, isSeed(dependency),
+                scope._publishedBox(at: dependency) != nil
+            {
+                continue
+            }
             let box = try await awaitedBox(at: dependency, in: scope, startsChain: false)
             if prepared == nil { prepared = _PreparedValues() }
             prepared?.boxes.append(box)

@@ -30,6 +30,8 @@ final class _GraphCore: @unchecked Sendable {
     let needsScope: [Bool]
     /// The slots of the seeds, in slot order: the values every scope must be given.
     let seedSlots: [Int]
+    /// The slots of seeds a provider replaced, in order: a value a scope is given for one is ignored.
+    let replacedSeedSlots: [Int]
     /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
     let hookTimeout: Duration?
     /// How long an asynchronous singleton or scoped factory may run before it is abandoned.
@@ -122,6 +124,7 @@ final class _GraphCore: @unchecked Sendable {
         }
         self.records = records
         self.seedSlots = seedSlots
+        self.replacedSeedSlots = plan.replacedSeedSlots
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
         self.keyIdentities = UnsafeBufferPointer(identities.elements)
@@ -135,7 +138,11 @@ final class _GraphCore: @unchecked Sendable {
         self.keyBuckets = .allocate(capacity: plan.table.buckets.count)
         _ = keyBuckets.initialize(from: plan.table.buckets)
         self.keyShift = plan.table.shift
-        self.buffers = _Buffers(plan, resolvesSynchronously: traits.resolvesSynchronously)
+        self.buffers = _Buffers(
+            plan,
+            resolvesSynchronously: traits.resolvesSynchronously,
+            inScope: traits.resolvesSynchronouslyInScope
+        )
         self.singletonProviders = plan.providers
     }
 
@@ -175,12 +182,21 @@ final class _GraphCore: @unchecked Sendable {
     @inlinable
     func resolvesSynchronously(_ slot: Int) -> Bool {
         buffers.checkSlot(slot)
-        return buffers.resolvesSynchronously[slot]
+        return buffers.resolutionFlags[slot] & _Buffers.resolvesSynchronouslyFlag != 0
+    }
+
+    /// Whether the service at `slot` can be resolved from a scope without suspending: as
+    /// ``resolvesSynchronously(_:)``, seeds included (see ``ResolutionTraits``).
+    @inlinable
+    func resolvesSynchronouslyInScope(_ slot: Int) -> Bool {
+        buffers.checkSlot(slot)
+        return buffers.resolutionFlags[slot] & _Buffers.resolvesSynchronouslyInScopeFlag != 0
     }
 
     func name(_ slot: Int) -> String { keyNames.name(slot) }
 
     /// Whether the service at `slot` is a seed, given to each scope when it is made.
+    @usableFromInline
     func isSeed(_ slot: Int) -> Bool { records[slot].isSeed }
 
     /// The key of `slot` (a dynamic cast: for diagnostics, not for resolving).
@@ -304,16 +320,21 @@ extension _GraphCore {
         /// Per slot: its lifetime.
         @usableFromInline
         let lifetimes: UnsafeMutablePointer<Lifetime>
-        /// Per slot: whether it can be resolved without suspending (see ``ResolutionTraits``).
+        /// Per slot: whether it can be resolved without suspending, from the graph and from a scope (see
+        /// ``ResolutionTraits``): one byte of flags.
         @usableFromInline
-        let resolvesSynchronously: UnsafeMutablePointer<Bool>
+        let resolutionFlags: UnsafeMutablePointer<UInt8>
+        @inlinable
+        static var resolvesSynchronouslyFlag: UInt8 { 1 }
+        @inlinable
+        static var resolvesSynchronouslyInScopeFlag: UInt8 { 2 }
         /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
         @usableFromInline
         let dependencyStart: UnsafeMutablePointer<Int32>
         @usableFromInline
         let dependencySlots: UnsafeMutablePointer<Int32>
 
-        init(_ plan: GraphPlan, resolvesSynchronously flags: [Bool]) {
+        init(_ plan: GraphPlan, resolvesSynchronously: [Bool], inScope: [Bool]) {
             let count = plan.count
             slotCount = count
             // Safety: every buffer has room for at least one element and is fully initialized here.
@@ -329,8 +350,13 @@ extension _GraphCore {
             }
             lifetimes = .allocate(capacity: max(count, 1))
             lifetimes.initialize(from: plan.lifetimes, count: count)
-            resolvesSynchronously = .allocate(capacity: max(count, 1))
-            resolvesSynchronously.initialize(from: flags, count: count)
+            resolutionFlags = .allocate(capacity: max(count, 1))
+            for slot in 0..<count {
+                (resolutionFlags + slot).initialize(
+                    to: (resolvesSynchronously[slot] ? Self.resolvesSynchronouslyFlag : 0)
+                        | (inScope[slot] ? Self.resolvesSynchronouslyInScopeFlag : 0)
+                )
+            }
             dependencyStart = .allocate(capacity: count + 1)
             dependencySlots = .allocate(capacity: max(plan.edges.edgeCount, 1))
             var edge = 0
@@ -351,7 +377,7 @@ extension _GraphCore {
             }
             instances.deallocate()
             lifetimes.deallocate()
-            resolvesSynchronously.deallocate()
+            resolutionFlags.deallocate()
             dependencyStart.deallocate()
             dependencySlots.deallocate()
         }
