@@ -40,6 +40,15 @@ if arguments.contains("--distinct") {
     exit(0)
 }
 
+if arguments.contains("--seeded") {
+    // Only the seeded-scope rows.
+    for row in try await seededScopeRows(effort) {
+        record(row.scenario, row.contender, row.median, note: row.note)
+    }
+    printTable(results)
+    exit(0)
+}
+
 if arguments.contains("--scale") {
     // Only the scale rows, every size (the full run has them too).
     let figures = try await scaleRows(Effort.full, sizes: Effort.full.scaleSizes)
@@ -169,6 +178,11 @@ record(
     }
 )
 try await scope.close()
+
+print("Scenario: seeded scopes (a scope given the signed-in user), against hand-wired sessions")
+for row in try await seededScopeRows(effort) {
+    record(row.scenario, row.contender, row.median, note: row.note)
+}
 
 print("Scenario: async resolve against the synchronous read, from the main actor and the global executor")
 for row in try await asyncResolveRows(effort, graph: graph, handWired: handWired) {

@@ -1,0 +1,126 @@
+import ServiceGraph
+
+/// The logged-in user a session scope is seeded with.
+struct SignedInUser: Sendable {
+    let id: Int
+    let name: String
+}
+
+/// A scoped service made from the session's user and a singleton.
+final class UserSession: Sendable {
+    let user: SignedInUser
+    let logger: any Logging
+
+    init(user: SignedInUser, logger: any Logging) {
+        self.user = user
+        self.logger = logger
+    }
+}
+
+enum SignedInUserKey: ServiceKey { typealias Value = SignedInUser }
+enum UserSessionKey: ServiceKey { typealias Value = UserSession }
+
+/// Hand-wired sessions: the scope object holds the user it was made with and makes its session on
+/// first use, as the graph's scope does.
+final class HandWiredSession {
+    let user: SignedInUser
+    let logger: any Logging
+    private var cached: UserSession?
+
+    init(user: SignedInUser, logger: any Logging) {
+        self.user = user
+        self.logger = logger
+    }
+
+    var session: UserSession {
+        if let cached { return cached }
+        let session = UserSession(user: user, logger: logger)
+        cached = session
+        return session
+    }
+}
+
+/// Seeded scopes against hand-wired code doing the same: reading the seed of an open scope
+/// (synchronously and with `await`), and a whole session: open a scope with the user, make its
+/// scoped service from it, close. The contenders of a row alternate their samples.
+@MainActor
+func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
+    var builder = ServiceGraph.Builder()
+    builder.provide(LoggerKey.self) { Logger() }
+    builder.seed(SignedInUserKey.self)
+    builder.provide(UserSessionKey.self, lifetime: .scoped, dependsOn: SignedInUserKey.self, LoggerKey.self) {
+        UserSession(user: $0, logger: $1)
+    }
+    let graph = try await builder.build()
+    let user = SignedInUser(id: 1, name: "Ada")
+    let logger = graph[LoggerKey.self]
+    let hand = HandWiredSession(user: user, logger: logger)
+    let scope = try graph.makeScope(seeding: ScopeSeed(SignedInUserKey.self, user))
+
+    let reads = try await measureInterleaved(
+        effort,
+        [
+            { n in for _ in 0..<n { blackHole(hand.user) } },
+            { n in for _ in 0..<n { blackHole(try scope.resolveSynchronously(SignedInUserKey.self)) } },
+            { n in for _ in 0..<n { blackHole(try await scope.resolve(SignedInUserKey.self)) } },
+        ]
+    )
+    try await scope.close()
+
+    /// Opens a session scope per iteration, makes its scoped service, and closes it; the hand-wired
+    /// contender does the same with its own session object.
+    @Sendable func sessionBodies() -> [(Int) async throws -> Void] {
+        [
+            { n in
+                for index in 0..<n {
+                    let scope = HandWiredSession(user: SignedInUser(id: index, name: "Ada"), logger: logger)
+                    blackHole(scope.session)
+                }
+            },
+            { n in
+                for index in 0..<n {
+                    let scope = try graph.makeScope(
+                        seeding: ScopeSeed(SignedInUserKey.self, SignedInUser(id: index, name: "Ada"))
+                    )
+                    blackHole(try await scope.resolve(UserSessionKey.self))
+                    try await scope.close()
+                }
+            },
+        ]
+    }
+    let sessions = try await measureInterleaved(effort, sessionBodies())
+    let globalSessions = try await Task.detached { try await measureInterleaved(effort, sessionBodies()) }.value
+    try await graph.shutdown()
+    let read = "seed read in scope"
+    let session = "seeded scope: open, make a scoped service, close, main actor"
+    let globalSession = "seeded scope: open, make a scoped service, close, global executor"
+    return [
+        AsyncRow(scenario: read, contender: "hand-wired", median: reads[0]),
+        AsyncRow(
+            scenario: read,
+            contender: "ServiceGraph, resolveSynchronously",
+            median: reads[1],
+            note: "\(String(format: reads[1] / reads[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(
+            scenario: read,
+            contender: "ServiceGraph, try await resolve",
+            median: reads[2],
+            note: "\(String(format: reads[2] / reads[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(scenario: session, contender: "hand-wired", median: sessions[0]),
+        AsyncRow(
+            scenario: session,
+            contender: "ServiceGraph",
+            median: sessions[1],
+            note: "\(String(format: sessions[1] / sessions[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(scenario: globalSession, contender: "hand-wired", median: globalSessions[0]),
+        AsyncRow(
+            scenario: globalSession,
+            contender: "ServiceGraph",
+            median: globalSessions[1],
+            note: "\(String(format: globalSessions[1] / globalSessions[0], digits: 2))x hand-wired"
+        ),
+    ]
+}
