@@ -5,7 +5,22 @@ import Synchronization
 ///
 /// Key `n` is a type spelling `n` in binary: `Bit1<Bit0<Bit1<Root>>>` is key 5. Every `n` below
 /// 2^bits gets its own type (and so its own identity in the graph) with nesting only `bits` deep.
-protocol GeneratedKey: ServiceKey where Value == GeneratedService {}
+protocol GeneratedKey: GeneratedDependency where Value == GeneratedService {}
+
+/// What a generated service may list in `dependsOn`: a generated key, or an optional one.
+protocol GeneratedDependency: ServiceKey {
+    /// What the dependency's value adds to its dependent's value.
+    static func contribution(_ value: Value) -> Int
+}
+
+extension GeneratedKey {
+    static func contribution(_ value: GeneratedService) -> Int { value.value }
+}
+
+/// An optional dependency on a generated key adds nothing where the key is not provided.
+extension Optional: GeneratedDependency where Wrapped: GeneratedKey {
+    static func contribution(_ value: GeneratedService?) -> Int { value?.value ?? 0 }
+}
 
 enum GeneratedRoot: GeneratedKey { typealias Value = GeneratedService }
 enum Bit0<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
@@ -123,23 +138,27 @@ enum GeneratedKeys {
     }
 
     /// Provides key `index` as one plus the sum of its dependencies' values; with a recorder, as a
-    /// ``RecordingService`` that follows the recorder's failure plan.
+    /// ``RecordingService`` that follows the recorder's failure plan. The dependencies at the positions
+    /// in `optional` are optional (`Key?`): they add nothing where the key is not provided.
     static func provide(
         _ index: Int,
         lifetime: Lifetime = .singleton,
         dependsOn dependencies: [Int],
+        optional: Set<Int> = [],
         asynchronous: Bool = false,
         recorder: GraphRecorder? = nil,
         into builder: inout ServiceGraph.Builder
     ) {
-        let make: @Sendable ([GeneratedService]) throws -> GeneratedService = { values in
-            let value = values.reduce(1) { $0 + $1.value }
+        let make: @Sendable ([Int]) throws -> GeneratedService = { contributions in
+            let value = contributions.reduce(1, +)
             guard let recorder else { return GeneratedService(index: index, value: value) }
             if recorder.plan.failingFactory == index { throw TestFailure("factory of \(index) failed on purpose") }
             return RecordingService(index: index, value: value, recorder: recorder)
         }
         func open<K: GeneratedKey>(_ key: K.Type) {
-            let keys = dependencies.map { self.key($0) }
+            let keys = dependencies.enumerated().map { position, dependency in
+                self.dependency(dependency, optional: optional.contains(position))
+            }
             if asynchronous {
                 provideAsync(key, keys)
                 return
@@ -151,24 +170,31 @@ enum GeneratedKeys {
             default: provide3(key, keys[0], keys[1], keys[2])
             }
         }
-        func provide1<K: GeneratedKey, D1: GeneratedKey>(_ key: K.Type, _ d1: D1.Type) {
-            builder.provide(key, lifetime: lifetime, dependsOn: d1) { try make([$0]) }
+        func provide1<K: GeneratedKey, D1: GeneratedDependency>(_ key: K.Type, _ d1: D1.Type) {
+            builder.provide(key, lifetime: lifetime, dependsOn: d1) { try make([D1.contribution($0)]) }
         }
-        func provide2<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey>(_ key: K.Type, _ d1: D1.Type, _ d2: D2.Type)
-        {
-            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { try make([$0, $1]) }
+        func provide2<K: GeneratedKey, D1: GeneratedDependency, D2: GeneratedDependency>(
+            _ key: K.Type,
+            _ d1: D1.Type,
+            _ d2: D2.Type
+        ) {
+            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) {
+                try make([D1.contribution($0), D2.contribution($1)])
+            }
         }
-        func provide3<K: GeneratedKey, D1: GeneratedKey, D2: GeneratedKey, D3: GeneratedKey>(
+        func provide3<K: GeneratedKey, D1: GeneratedDependency, D2: GeneratedDependency, D3: GeneratedDependency>(
             _ key: K.Type,
             _ d1: D1.Type,
             _ d2: D2.Type,
             _ d3: D3.Type
         ) {
-            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) { try make([$0, $1, $2]) }
+            builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) {
+                try make([D1.contribution($0), D2.contribution($1), D3.contribution($2)])
+            }
         }
-        func provideAsync<K: GeneratedKey>(_ key: K.Type, _ keys: [any GeneratedKey.Type]) {
+        func provideAsync<K: GeneratedKey>(_ key: K.Type, _ keys: [any GeneratedDependency.Type]) {
             // An async factory: it yields first, so concurrent builds interleave.
-            func opened<D1: GeneratedKey, D2: GeneratedKey, D3: GeneratedKey>(
+            func opened<D1: GeneratedDependency, D2: GeneratedDependency, D3: GeneratedDependency>(
                 _ d1: D1.Type,
                 _ d2: D2.Type,
                 _ d3: D3.Type
@@ -177,17 +203,17 @@ enum GeneratedKeys {
                 case 1:
                     builder.provide(key, lifetime: lifetime, dependsOn: d1) { a async throws in
                         await Task.yield()
-                        return try make([a])
+                        return try make([D1.contribution(a)])
                     }
                 case 2:
                     builder.provide(key, lifetime: lifetime, dependsOn: d1, d2) { a, b async throws in
                         await Task.yield()
-                        return try make([a, b])
+                        return try make([D1.contribution(a), D2.contribution(b)])
                     }
                 default:
                     builder.provide(key, lifetime: lifetime, dependsOn: d1, d2, d3) { a, b, c async throws in
                         await Task.yield()
-                        return try make([a, b, c])
+                        return try make([D1.contribution(a), D2.contribution(b), D3.contribution(c)])
                     }
                 }
             }
@@ -198,11 +224,19 @@ enum GeneratedKeys {
                 }
                 return
             }
+            // Padding repeats the first key, but only the first `keys.count` are declared.
             let padded = keys + Array(repeating: keys[0], count: 3 - keys.count)
             opened(padded[0], padded[1], padded[2])
         }
         precondition(dependencies.count <= 3, "generated services depend on at most three others")
         open(key(index))
+    }
+
+    /// Generated key `index` as a dependency: the key, or `Key?`.
+    static func dependency(_ index: Int, optional: Bool) -> any GeneratedDependency.Type {
+        guard optional else { return key(index) }
+        func open<K: GeneratedKey>(_ key: K.Type) -> any GeneratedDependency.Type { Optional<K>.self }
+        return open(key(index))
     }
 
     /// Declares generated key `index` as a seed of the graph's scopes.

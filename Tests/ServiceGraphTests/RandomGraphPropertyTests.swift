@@ -13,6 +13,8 @@ struct RandomGraphPropertyTests {
             let graph = RandomGraph.arbitrary(&random)
             let expected = ReferenceValidation(graph)
             let builder = graph.builder()
+            let absent = builder.lint().filter { $0.code == .absentOptionalDependency }.map(\.key)
+            #expect(absent.sorted() == expected.absentOptionals.sorted(), "seed \(seed): \(graph)")
             guard !expected.isValid else {
                 #expect(throws: Never.self, "seed \(seed): \(graph)") { try builder.validate() }
                 continue
@@ -103,11 +105,12 @@ struct RandomGraphPropertyTests {
         }
     }
 
+    /// Valid graphs with seeds and optional dependencies (some on keys nobody provides).
     @Test func seededScopesOfValidGraphsResolveEveryServiceAsTheReferenceComputes() async throws {
         var seededGraphs = 0
         for seed in RandomCases.seeds(default: 300, salt: 3) {
             var random = SplitMix64(seed: seed)
-            let graph = RandomGraph.valid(&random, withSeeds: true)
+            let graph = RandomGraph.valid(&random, withSeeds: true, withOptionals: true)
             let built = try await graph.builder().build()
             let seeds = graph.seeds.sorted()
             if !seeds.isEmpty { seededGraphs += 1 }

@@ -64,6 +64,9 @@ struct RandomGraph: CustomStringConvertible {
     var asynchronous: Set<Int>
     /// Keys declared as seeds of the graph's scopes (scoped, no dependencies) instead of provided.
     var seeds: Set<Int> = []
+    /// Per service, the positions in its dependencies that are optional (`Key?`): no problem, and no
+    /// value, where the key is not provided.
+    var optional: [Set<Int>] = []
 
     var description: String {
         "RandomGraph(count: \(count), missing: \(missingCount), duplicated: \(duplicated), seeds: \(seeds.sorted()))"
@@ -96,6 +99,10 @@ struct RandomGraph: CustomStringConvertible {
             }
             dependencies.append(targets)
         }
+        // About one dependency in seven is optional.
+        let optional = dependencies.map { targets in
+            Set(targets.indices.filter { _ in Int.random(in: 0..<7, using: &random) == 0 })
+        }
         var duplicated: [Int] = []
         if Int.random(in: 0..<10, using: &random) == 0 {
             duplicated = [Int.random(in: 0..<count, using: &random)]
@@ -107,7 +114,8 @@ struct RandomGraph: CustomStringConvertible {
             dependencies: dependencies,
             duplicated: duplicated,
             asynchronous: [],
-            seeds: seeds
+            seeds: seeds,
+            optional: optional
         )
     }
 
@@ -116,7 +124,8 @@ struct RandomGraph: CustomStringConvertible {
     static func valid(
         _ random: inout SplitMix64,
         count: ClosedRange<Int> = 1...60,
-        withSeeds: Bool = false
+        withSeeds: Bool = false,
+        withOptionals: Bool = false
     ) -> RandomGraph {
         let count = Int.random(in: count, using: &random)
         let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
@@ -132,6 +141,20 @@ struct RandomGraph: CustomStringConvertible {
             }
             dependencies.append(targets)
         }
+        var optional = Array(repeating: Set<Int>(), count: count)
+        if withOptionals {
+            for index in 0..<count where !seeds.contains(index) {
+                // Some edges become optional; some services also get an optional dependency on a key
+                // nobody provides (keys past `count`).
+                optional[index] = Set(
+                    dependencies[index].indices.filter { _ in Int.random(in: 0..<4, using: &random) == 0 }
+                )
+                if dependencies[index].count < 3, Int.random(in: 0..<4, using: &random) == 0 {
+                    optional[index].insert(dependencies[index].count)
+                    dependencies[index].append(count + Int.random(in: 0..<3, using: &random))
+                }
+            }
+        }
         let asynchronous = Set((0..<count).filter { _ in Bool.random(using: &random) })
         return RandomGraph(
             count: count,
@@ -140,7 +163,8 @@ struct RandomGraph: CustomStringConvertible {
             dependencies: dependencies,
             duplicated: [],
             asynchronous: asynchronous,
-            seeds: seeds
+            seeds: seeds,
+            optional: optional
         )
     }
 
@@ -163,6 +187,7 @@ struct RandomGraph: CustomStringConvertible {
                 index,
                 lifetime: lifetimes[index],
                 dependsOn: dependencies[index],
+                optional: optional.isEmpty ? [] : optional[index],
                 asynchronous: asynchronous.contains(index),
                 recorder: recorder,
                 into: &builder
@@ -182,8 +207,10 @@ struct RandomGraph: CustomStringConvertible {
         var values = Array(repeating: 0, count: count)
         // Dependencies come before their dependents in a valid graph.
         for index in 0..<count {
+            // An optional dependency on a key nobody provides (past `count`) adds nothing.
             values[index] =
-                seeds.contains(index) ? seedValue(index) : dependencies[index].reduce(1) { $0 + values[$1] }
+                seeds.contains(index)
+                ? seedValue(index) : dependencies[index].reduce(1) { $0 + ($1 < count ? values[$1] : 0) }
         }
         return values
     }
@@ -210,6 +237,8 @@ struct ReferenceValidation {
     var cycleGroups: [Set<Int>] = []
     /// (the longer-lived service, the shorter-lived dependency)
     var captive: [Pair] = []
+    /// The services with an optional dependency on a key nobody provides, once per such dependency.
+    var absentOptionals: [String] = []
 
     struct Pair: Hashable, Comparable {
         let first: String
@@ -224,8 +253,11 @@ struct ReferenceValidation {
         let name = GeneratedKeys.name
         duplicates = graph.duplicated.map(name)
         for index in 0..<graph.count {
-            for target in graph.dependencies[index] {
-                if target >= graph.count {
+            for (position, target) in graph.dependencies[index].enumerated() {
+                let isOptional = !graph.optional.isEmpty && graph.optional[index].contains(position)
+                if target >= graph.count && isOptional {
+                    absentOptionals.append(name(index))
+                } else if target >= graph.count {
                     missing.append(Pair(first: name(index), second: name(target)))
                 } else if !graph.lifetimes[index].referenceMayDepend(on: graph.lifetimes[target]) {
                     captive.append(Pair(first: name(index), second: name(target)))

@@ -18,6 +18,37 @@ public protocol ServiceKey: Sendable {
     /// would read alike (`ConfigKey` from two modules), errors and dumps qualify the default name with
     /// its module (`FeatureModule.ConfigKey`); a name a key gives itself is used as given.
     static var serviceName: String { get }
+
+    /// How a provider that lists this type in `dependsOn` depends on the key it names: directly, or
+    /// through a wrapper such as `Optional<Key>`. Not API: every key keeps the default.
+    @_documentation(visibility: private)
+    static var _dependencyKind: _DependencyKind { get }
+
+    /// The key whose provider a dependency on this type needs: the type itself, or the key a wrapper
+    /// wraps. Not API: every key keeps the default.
+    @_documentation(visibility: private)
+    static var _dependencyTarget: any ServiceKey.Type { get }
+
+    /// The value a factory receives for a dependency on this type. Not API: every key keeps the
+    /// default, the value of its provider.
+    @_documentation(visibility: private)
+    static func _dependencyValue<Reader: _DependencyReading>(from reader: inout Reader) throws -> Value
+}
+
+extension ServiceKey {
+    @_documentation(visibility: private)
+    @inlinable
+    public static var _dependencyKind: _DependencyKind { .direct }
+
+    @_documentation(visibility: private)
+    @inlinable
+    public static var _dependencyTarget: any ServiceKey.Type { Self.self }
+
+    @_documentation(visibility: private)
+    @inlinable
+    public static func _dependencyValue<Reader: _DependencyReading>(from reader: inout Reader) throws -> Value {
+        try reader._next(Self.self)
+    }
 }
 
 extension ServiceKey {

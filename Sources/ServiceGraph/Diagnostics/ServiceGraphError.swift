@@ -101,6 +101,7 @@ extension ServiceGraphError {
             case unexpectedSeed = "unexpected seed"
             case duplicateSeed = "duplicate seed"
             case ownedSeedInUse = "owned seed in use"
+            case invalidKey = "invalid key"
         }
 
         private let base: Base
@@ -155,6 +156,9 @@ extension ServiceGraphError {
         public static let duplicateSeed = Code(.duplicateSeed)
         /// A scope was given a seed to own whose instance the graph or another open scope already owns.
         public static let ownedSeedInUse = Code(.ownedSeedInUse)
+        /// A provider provides a wrapper (`AnalyticsKey?`, which names an optional dependency) instead of
+        /// a key.
+        public static let invalidKey = Code(.invalidKey)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

@@ -20,6 +20,11 @@ struct GraphPlan: Sendable {
     let duplicates: [(first: Registration, again: Registration)]
     /// Overrides of keys that were never provided, in registration order. Validation reports them.
     let unknownOverrides: [Registration]
+    /// The kind of each edge, parallel to the edges' targets; nil when every edge is direct (most graphs).
+    let edgeKinds: [_DependencyKind]?
+    /// The optional dependencies on keys the graph does not provide, as (dependent slot, key), in slot
+    /// order: they have no edge (the factory gets nil), and lint lists them.
+    let absentOptionals: [(slot: Int, key: any ServiceKey.Type)]
     /// The slots, in order, of seeds a provider replaced (an override, or a child graph's own provider of
     /// a seed it inherited): a scope given a value for one ignores it.
     let replacedSeedSlots: [Int]
@@ -93,12 +98,28 @@ struct GraphPlan: Sendable {
         var dependencyTargets: [Int32] = []
         dependencyTargets.reserveCapacity(edgeCount)
         var missingEdgeCount = 0
+        var edgeKinds: [_DependencyKind]?
+        var absentOptionals: [(slot: Int, key: any ServiceKey.Type)] = []
         for slot in providers.indices {
             dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
-            providers[slot].dependencies.forEachIdentity { identity in
+            if edgeKinds == nil, providers[slot].dependencies.hasWrappers {
+                // The first wrapper: every edge so far was direct.
+                edgeKinds = Array(repeating: .direct, count: dependencyTargets.count)
+            }
+            var position = 0
+            providers[slot].dependencies.forEachEdge { identity, kind in
+                defer { position += 1 }
                 let target = table.slot(for: identity) ?? Self.missing
-                if target == Self.missing { missingEdgeCount += 1 }
+                if target == Self.missing {
+                    // An optional dependency on a key nobody provides: no edge, and no problem.
+                    if kind == .optional {
+                        absentOptionals.append((slot, providers[slot].dependencies[position]))
+                        return
+                    }
+                    missingEdgeCount += 1
+                }
                 dependencyTargets.append(Int32(truncatingIfNeeded: target))
+                edgeKinds?.append(kind)
             }
         }
         dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
@@ -113,9 +134,11 @@ struct GraphPlan: Sendable {
         self.replacedSeedSlots = replacedSeeds.sorted()
         self.lifetimes = lifetimes
         self.missingEdgeCount = missingEdgeCount
+        self.edgeKinds = edgeKinds
+        self.absentOptionals = absentOptionals
         self.order = Topology.order(of: edges)
-        self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges] in
-            providers.map(\.key) + Self.missingKeys(of: providers, edges: edges)
+        self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges, table] in
+            providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
         }
     }
 
@@ -136,16 +159,45 @@ struct GraphPlan: Sendable {
     var names: [String] { keyNames.all }
 
     /// The keys depended on that have no provider, each once, in the order they are first depended on.
-    private static func missingKeys(of providers: RegistrationList, edges: Edges) -> [any ServiceKey.Type] {
+    private static func missingKeys(
+        of providers: RegistrationList,
+        edges: Edges,
+        table: KeyTable
+    ) -> [any ServiceKey.Type] {
         var seen: Set<ObjectIdentifier> = []
         var missing: [any ServiceKey.Type] = []
         for slot in providers.indices {
             for (position, target) in edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
-                let key = providers[slot].dependencies[position]
+                let key = edgeKey(of: providers[slot].dependencies, at: position, in: table)
                 if seen.insert(ObjectIdentifier(key)).inserted { missing.append(key) }
             }
         }
         return missing
+    }
+
+    /// The key of the `position`th edge of a provider whose declared keys are `dependencies`: the
+    /// `position`th key, unless optional keys nobody provides (which have no edge) come before it.
+    static func edgeKey(
+        of dependencies: _DependencyKeys,
+        at position: Int,
+        in table: KeyTable
+    ) -> any ServiceKey.Type {
+        guard dependencies.hasWrappers else { return dependencies[position] }
+        var remaining = position
+        for declared in dependencies.indices {
+            let isAbsent =
+                dependencies.kind(at: declared) == .optional
+                && table.slot(for: ObjectIdentifier(dependencies[declared])) == nil
+            if isAbsent { continue }
+            if remaining == 0 { return dependencies[declared] }
+            remaining -= 1
+        }
+        preconditionFailure("edge \(position) is past the provider's dependencies")
+    }
+
+    /// The key of `slot`'s `position`th edge (see ``edgeKey(of:at:)``).
+    func edgeKey(of slot: Int, at position: Int) -> any ServiceKey.Type {
+        Self.edgeKey(of: providers[slot].dependencies, at: position, in: table)
     }
 
     /// A path of key names from a root of the graph (a service nothing depends on) down to `slot`.

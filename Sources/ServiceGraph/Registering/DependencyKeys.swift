@@ -1,10 +1,12 @@
-/// The keys a provider depends on, in declaration order.
+/// The keys a provider depends on, in declaration order, each with how it depends on it
+/// (``_DependencyKind``: directly, or optionally).
 ///
 /// Up to four are kept inline, so a registration made by a fixed-arity `provide` allocates nothing
 /// for them: at startup, an allocation per registration costs more than the rest of declaring it.
 /// More spill into an array. Each is kept as its bare metatype (one word, where `any ServiceKey.Type`
 /// takes two): a registration is copied into the builder's list and from it into a graph's plan, and
-/// only diagnostics need the keys as `ServiceKey`s again.
+/// only diagnostics need the keys as `ServiceKey`s again. A wrapper (`AnalyticsKey?`) is kept as the key
+/// it wraps, with its kind.
 @usableFromInline
 struct _DependencyKeys: RandomAccessCollection, Sendable {
     @usableFromInline
@@ -15,72 +17,137 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
     /// The keys past the fourth; nil when there are none (an empty array would still cost a call
     /// and a release per registration where `provide` is inlined).
     @usableFromInline
-    var spilled: [Any.Type]?
+    var spilled: [(key: Any.Type, kind: _DependencyKind)]?
     @usableFromInline
-    var count: Int
+    var storedCount: UInt32
+    /// The kinds of the inline keys, a byte each (zero, `direct`, for most registrations).
+    @usableFromInline
+    var inlineKinds: UInt32
 
     @inlinable
     init() {
         inline = (nil, nil, nil, nil)
         spilled = nil
-        count = 0
+        storedCount = 0
+        inlineKinds = 0
     }
 
+    /// The keys of a fixed-arity `provide`, in order.
     @inlinable
-    init(_ first: Key, _ second: Key? = nil, _ third: Key? = nil, _ fourth: Key? = nil) {
-        inline = (first, second, third, fourth)
-        spilled = nil
-        count = fourth != nil ? 4 : third != nil ? 3 : second != nil ? 2 : 1
-    }
-
-    init(_ keys: some Sequence<Key>) {
+    @inline(__always)
+    init<D1: ServiceKey>(_ d1: D1.Type) {
         self.init()
-        for key in keys { append(key) }
+        append(d1)
     }
 
     @inlinable
-    mutating func append(_ key: Key) {
-        switch count {
+    @inline(__always)
+    init<D1: ServiceKey, D2: ServiceKey>(_ d1: D1.Type, _ d2: D2.Type) {
+        self.init()
+        append(d1)
+        append(d2)
+    }
+
+    @inlinable
+    @inline(__always)
+    init<D1: ServiceKey, D2: ServiceKey, D3: ServiceKey>(_ d1: D1.Type, _ d2: D2.Type, _ d3: D3.Type) {
+        self.init()
+        append(d1)
+        append(d2)
+        append(d3)
+    }
+
+    @inlinable
+    @inline(__always)
+    init<D1: ServiceKey, D2: ServiceKey, D3: ServiceKey, D4: ServiceKey>(
+        _ d1: D1.Type,
+        _ d2: D2.Type,
+        _ d3: D3.Type,
+        _ d4: D4.Type
+    ) {
+        self.init()
+        append(d1)
+        append(d2)
+        append(d3)
+        append(d4)
+    }
+
+    /// Keys as a built graph keeps them (a child graph's inherited registrations).
+    init(_ edges: some Sequence<(key: Key, kind: _DependencyKind)>) {
+        self.init()
+        for edge in edges { append(edge.key, kind: edge.kind) }
+    }
+
+    /// Appends the dependency `Dependency` names: its key (the wrapped one, for a wrapper) and kind.
+    @inlinable
+    @inline(__always)
+    mutating func append<Dependency: ServiceKey>(_ dependency: Dependency.Type) {
+        append(Dependency._dependencyTarget, kind: Dependency._dependencyKind)
+    }
+
+    @inlinable
+    mutating func append(_ key: Key, kind: _DependencyKind) {
+        let position = Int(storedCount)
+        switch position {
         case 0: inline.0 = key
         case 1: inline.1 = key
         case 2: inline.2 = key
         case 3: inline.3 = key
         default:
             if spilled == nil { spilled = [] }
-            spilled!.append(key)
+            spilled!.append((key, kind))
         }
-        count += 1
+        if position < 4 { inlineKinds |= UInt32(kind.rawValue) << (8 * position) }
+        storedCount += 1
     }
 
     @inlinable
     var startIndex: Int { 0 }
     @inlinable
-    var endIndex: Int { count }
+    var endIndex: Int { Int(storedCount) }
 
     /// The key at `position` (a dynamic cast: for diagnostics, not for the build).
     @usableFromInline
     subscript(position: Int) -> Key {
         precondition(position >= 0 && position < count, "dependency index out of range")
-        let type: Any.Type
-        switch position {
-        case 0: type = inline.0.unsafelyUnwrapped
-        case 1: type = inline.1.unsafelyUnwrapped
-        case 2: type = inline.2.unsafelyUnwrapped
-        case 3: type = inline.3.unsafelyUnwrapped
-        default: type = spilled.unsafelyUnwrapped[position - 4]
-        }
         // Every element was appended as a `ServiceKey` type.
-        return type as! any ServiceKey.Type
+        return type(at: position) as! any ServiceKey.Type
     }
 
-    /// Calls `body` with the identity of each key, in order, reading them in place.
-    func forEachIdentity(_ body: (ObjectIdentifier) -> Void) {
-        if count > 0 { body(ObjectIdentifier(inline.0.unsafelyUnwrapped)) }
-        if count > 1 { body(ObjectIdentifier(inline.1.unsafelyUnwrapped)) }
-        if count > 2 { body(ObjectIdentifier(inline.2.unsafelyUnwrapped)) }
-        if count > 3 { body(ObjectIdentifier(inline.3.unsafelyUnwrapped)) }
+    private func type(at position: Int) -> Any.Type {
+        switch position {
+        case 0: inline.0.unsafelyUnwrapped
+        case 1: inline.1.unsafelyUnwrapped
+        case 2: inline.2.unsafelyUnwrapped
+        case 3: inline.3.unsafelyUnwrapped
+        default: spilled.unsafelyUnwrapped[position - 4].key
+        }
+    }
+
+    /// How the provider depends on the key at `position`.
+    func kind(at position: Int) -> _DependencyKind {
+        if position < 4 { return _DependencyKind(rawValue: UInt8(truncatingIfNeeded: inlineKinds >> (8 * position)))! }
+        return spilled.unsafelyUnwrapped[position - 4].kind
+    }
+
+    /// Whether any key is not a direct dependency.
+    var hasWrappers: Bool {
+        inlineKinds != 0 || (spilled?.contains { $0.kind != .direct } ?? false)
+    }
+
+    /// Calls `body` with the identity and kind of each key, in order, reading them in place.
+    func forEachEdge(_ body: (ObjectIdentifier, _DependencyKind) -> Void) {
+        let count = self.count
+        if inlineKinds == 0 {
+            if count > 0 { body(ObjectIdentifier(inline.0.unsafelyUnwrapped), .direct) }
+            if count > 1 { body(ObjectIdentifier(inline.1.unsafelyUnwrapped), .direct) }
+            if count > 2 { body(ObjectIdentifier(inline.2.unsafelyUnwrapped), .direct) }
+            if count > 3 { body(ObjectIdentifier(inline.3.unsafelyUnwrapped), .direct) }
+        } else {
+            for position in 0..<Swift.min(count, 4) { body(ObjectIdentifier(type(at: position)), kind(at: position)) }
+        }
         if count > 4 {
-            for key in spilled.unsafelyUnwrapped { body(ObjectIdentifier(key)) }
+            for edge in spilled.unsafelyUnwrapped { body(ObjectIdentifier(edge.key), edge.kind) }
         }
     }
 }

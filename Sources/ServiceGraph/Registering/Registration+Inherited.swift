@@ -16,9 +16,10 @@ extension Registration {
             var registration = Registration(
                 key: key,
                 lifetime: lifetime,
-                dependencies: _DependencyKeys(
-                    isSingleton ? [] : core.dependencies(of: slot).map(core.key(at:))
-                ),
+                dependencies: isSingleton
+                    ? _DependencyKeys()
+                    : core.declaredDependencies[slot]
+                        ?? _DependencyKeys(core.dependencies(of: slot).map { (core.key(at: $0), .direct) }),
                 site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
                 factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.serviceFactory(at: slot),
                 isOverride: false

@@ -17,6 +17,9 @@ struct Registration: Sendable {
     /// A seed (see ``ServiceGraph/Builder/seed(_:fileID:line:)``): each scope is given its value when it
     /// is made; the factory only reports that it was not.
     var isSeed = false
+    /// The key is a wrapper (`AnalyticsKey?`), which validation refuses as a key (noted where the key's
+    /// type is known, so validation reads a flag instead of asking every key).
+    var isWrapperKey = false
 
     init(
         key: any ServiceKey.Type,

@@ -32,6 +32,7 @@ extension ServiceGraph.Builder {
             isOverride: false
         )
         registration.isSeed = true
+        registration.isWrapperKey = Key._dependencyKind != .direct
         registrations.append(consume registration)
     }
 }

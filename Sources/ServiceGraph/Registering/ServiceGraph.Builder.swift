@@ -251,6 +251,7 @@ extension ServiceGraph.Builder {
             isOverride: isOverride
         )
         registration.inheritsLifetime = lifetime == nil
+        registration.isWrapperKey = Key._dependencyKind != .direct
         registrations.append(consume registration)
     }
 }

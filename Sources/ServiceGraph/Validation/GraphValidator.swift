@@ -24,7 +24,7 @@ struct GraphValidator {
 
     func findings() -> Findings {
         Findings(
-            problems: registrationProblems() + missingProviders() + cycles() + captiveDependencies(),
+            problems: registrationProblems() + wrapperKeys() + missingProviders() + cycles() + captiveDependencies(),
             unusedProviders: unusedProviders()
         )
     }
@@ -79,6 +79,35 @@ struct GraphValidator {
         )
     }
 
+    /// The warning for an optional dependency of the provider at `slot` on `key`, which nothing provides.
+    func absentOptionalWarning(_ absent: (slot: Int, key: any ServiceKey.Type)) -> LintWarning {
+        let name = plan.name(absent.slot)
+        let missing = plan.name(ofMissing: absent.key)
+        return LintWarning(
+            code: .absentOptionalDependency,
+            key: name,
+            site: plan.providers[absent.slot].site.site,
+            message: "\(name) depends on \(missing)? but nothing provides \(missing): its factory gets nil"
+        )
+    }
+
+    /// Providers whose key is a wrapper (`AnalyticsKey?`): a wrapper names how a provider depends on a
+    /// key, and is no key of its own.
+    private func wrapperKeys() -> [ServiceGraphError.Problem] {
+        plan.providers.indices.compactMap { slot in
+            guard plan.providers[slot].isWrapperKey else { return nil }
+            let key = plan.providers[slot].key
+            let name = plan.name(slot)
+            let wrapped = key._dependencyTarget.serviceName
+            return .init(
+                .invalidKey,
+                key: name,
+                site: plan.providers[slot].site.site,
+                message: "\(name) is an optional dependency on \(wrapped), not a key: provide \(wrapped) itself"
+            )
+        }
+    }
+
     private func missingProviders() -> [ServiceGraphError.Problem] {
         guard plan.missingEdgeCount > 0 else { return [] }
         var byValueType: [ObjectIdentifier: [Int]] = [:]
@@ -93,7 +122,7 @@ struct GraphValidator {
                     }
                     indexed = true
                 }
-                let missingKey = provider.dependencies[position]
+                let missingKey = plan.edgeKey(of: slot, at: position)
                 let missingName = plan.name(ofMissing: missingKey)
                 var message = "\(missingName) has no provider; \(plan.name(slot)) requires it"
                 let candidates = byValueType[missingKey.valueTypeID] ?? []

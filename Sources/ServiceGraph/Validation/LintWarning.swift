@@ -12,6 +12,10 @@ public struct LintWarning: Sendable, Equatable, CustomStringConvertible {
 
         /// A provider nothing depends on, not declared as an entry point.
         public static let unusedProvider = Code("unused provider")
+        /// An optional dependency (`dependsOn: AnalyticsKey?.self`) on a key the graph does not provide:
+        /// the factory gets nil. Deliberate where a module adapts to what the application provides;
+        /// listed so that a forgotten provider is seen.
+        public static let absentOptionalDependency = Code("absent optional dependency")
     }
 
     public let code: Code

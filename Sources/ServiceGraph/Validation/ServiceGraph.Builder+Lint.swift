@@ -9,7 +9,8 @@ extension ServiceGraph.Builder {
 
     /// Warnings about the graph that do not stop it from building: providers that nothing depends
     /// on and that are not declared entry points (dead wiring, or a forgotten
-    /// ``declareEntryPoints(_:)``). Runs no factory.
+    /// ``declareEntryPoints(_:)``), then optional dependencies on keys nothing provides (the factory
+    /// gets nil). Runs no factory.
     ///
     /// - Complexity: O(services + edges).
     public func lint() -> [LintWarning] {
@@ -18,5 +19,6 @@ extension ServiceGraph.Builder {
         return checked.findings.unusedProviders
             .filter { !entryPoints.contains(checked.plan.providers[$0].keyID) }
             .map(validator.unusedProviderWarning)
+            + checked.plan.absentOptionals.map(validator.absentOptionalWarning)
     }
 }

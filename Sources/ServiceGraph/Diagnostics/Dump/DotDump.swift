@@ -58,12 +58,36 @@ struct DotDump {
             text.write(name, escaping: Self.escapes)
             text.write("\\nmissing provider\", style=\"dashed,filled\", fillcolor=\"#ffe3e3\", color=\"#c92a2a\"];\n")
         }
-        graph.forEachEdge { slot, dependency in
+        var absentNode = 0
+        for (slot, names) in graph.absentOptionals.sorted(by: { $0.key < $1.key }) {
+            for name in names {
+                // One node per absent dependency: each says who did without it.
+                text.write("  a")
+                text.write(number: absentNode)
+                text.write(" [label=\"")
+                text.write(name, escaping: Self.escapes)
+                text.write(
+                    "\\nnot provided (optional)\", style=\"dashed\", fillcolor=\"#ffffff\", color=\"#868e96\"];\n  "
+                )
+                text.write(node: .service(slot))
+                text.write(" -> a")
+                text.write(number: absentNode)
+                text.write(" [style=dotted, color=\"#868e96\", label=\"optional\"];\n")
+                absentNode += 1
+            }
+        }
+        graph.forEachEdgeWithKind { slot, dependency, kind in
             text.write("  ")
             text.write(node: .service(slot))
             text.write(" -> ")
             text.write(node: dependency)
-            text.write(dependency.isService ? ";\n" : " [style=dashed, color=\"#c92a2a\"];\n")
+            if !dependency.isService {
+                text.write(" [style=dashed, color=\"#c92a2a\"];\n")
+            } else if kind == .optional {
+                text.write(" [style=dashed, label=\"optional\"];\n")
+            } else {
+                text.write(";\n")
+            }
         }
         text.write("}\n")
         return text.string

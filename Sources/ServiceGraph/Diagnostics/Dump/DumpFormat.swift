@@ -33,7 +33,8 @@ public struct DumpFormat: Hashable, Sendable, CustomStringConvertible {
 
     /// JSON for tools. The shape is documented in the Diagnostics article: a `services` array
     /// (id, key, valueType, lifetime, site, override, seed, dependencies, dependencyIds,
-    /// missingDependencies, initializationIndex, factoryMilliseconds, didAddMilliseconds, mark,
-    /// problems), the `initializationOrder`, and the `problems`.
+    /// dependencyKinds, absentOptionalDependencies, missingDependencies, initializationIndex,
+    /// factoryMilliseconds, didAddMilliseconds, mark, problems), the `initializationOrder`, and the
+    /// `problems`.
     public static let json = DumpFormat(.json)
 }

@@ -55,6 +55,11 @@ struct GraphDescription: Sendable {
     /// The names of the keys that are depended on but have no provider, each once, in the order they
     /// are first depended on.
     private(set) var missingKeys: [String] = []
+    /// The kind of each edge, parallel to ``edges``; nil when every edge is direct.
+    private let edgeKinds: [_DependencyKind]?
+    /// By slot: the keys of its optional dependencies that nothing provides (no edge; the factory gets
+    /// nil), in declaration order.
+    private(set) var absentOptionals: [Int: [String]] = [:]
 
     /// Describes a plan, built or not, without running anything.
     ///
@@ -80,10 +85,14 @@ struct GraphDescription: Sendable {
                 isSeed: provider.isSeed
             )
         }
+        edgeKinds = plan.edgeKinds
+        for (slot, key) in plan.absentOptionals {
+            absentOptionals[slot, default: []].append(plan.name(ofMissing: key))
+        }
         var missingPositions: [ObjectIdentifier: Int] = [:]
         for slot in plan.providers.indices {
             for (position, target) in plan.edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
-                let key = plan.providers[slot].dependencies[position]
+                let key = plan.edgeKey(of: slot, at: position)
                 guard missingPositions[ObjectIdentifier(key)] == nil else { continue }
                 missingPositions[ObjectIdentifier(key)] = missingKeys.count
                 missingKeys.append(plan.name(ofMissing: key))
@@ -96,8 +105,9 @@ struct GraphDescription: Sendable {
         let providers = plan.providers
         edges = Edges(
             providers.indices.lazy.map { slot in
-                zip(providers[slot].dependencies, plan.edges.dependencies(of: slot)).lazy.map { key, target in
-                    target == GraphPlan.missing ? -1 - missingPositions[ObjectIdentifier(key)]! : target
+                plan.edges.dependencies(of: slot).enumerated().lazy.map { position, target in
+                    target == GraphPlan.missing
+                        ? -1 - missingPositions[ObjectIdentifier(plan.edgeKey(of: slot, at: position))]! : target
                 }
             },
             count: providers.count,
@@ -128,6 +138,10 @@ struct GraphDescription: Sendable {
             count: core.count,
             edgeCount: core.edgeCount
         )
+        edgeKinds = core.edgeKinds
+        for (slot, key) in core.absentOptionals {
+            absentOptionals[slot, default: []].append(key.serviceName)
+        }
         initializationOrder = core.creationOrder
         totalDuration = log.totalDuration
         isBuilt = true
@@ -160,6 +174,21 @@ struct GraphDescription: Sendable {
 
     /// How many dependencies `slot` declares.
     func dependencyCount(of slot: Int) -> Int { edges.dependencies(of: slot).count }
+
+    /// How `slot` depends on its `position`th dependency.
+    func kind(_ position: Int, of slot: Int) -> _DependencyKind {
+        guard let edgeKinds else { return .direct }
+        return edgeKinds[edges.dependencies(of: slot).startIndex + position]
+    }
+
+    /// Calls `body` with every edge as ``forEachEdge(_:)`` does, with its kind.
+    func forEachEdgeWithKind(_ body: (_ slot: Int, _ dependency: Dependency, _ kind: _DependencyKind) -> Void) {
+        for slot in services.indices {
+            for (position, dependency) in dependencies(of: slot).enumerated() {
+                body(slot, dependency, kind(position, of: slot))
+            }
+        }
+    }
 
     private static func dependency(_ target: Int) -> Dependency {
         target < 0 ? .missing(-1 - target) : .service(target)

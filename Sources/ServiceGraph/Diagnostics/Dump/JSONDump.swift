@@ -59,6 +59,13 @@ struct JSONDump {
         inline(dependencies, where: \.isService, into: text) { dependency, text in
             if case .service(let target) = dependency { text.write(number: target) }
         }
+        text.write(",\n      \"dependencyKinds\": ")
+        let kinds = dependencies.indices.lazy.filter { dependencies[$0].isService }.map {
+            graph.kind(dependencies.distance(from: dependencies.startIndex, to: $0), of: slot)
+        }
+        inline(kinds, into: text) { kind, text in string(kind == .optional ? "optional" : "direct", into: text) }
+        text.write(",\n      \"absentOptionalDependencies\": ")
+        inline(graph.absentOptionals[slot] ?? [], into: text) { name, text in string(name, into: text) }
         text.write(",\n      \"missingDependencies\": ")
         inline(dependencies, where: \.isMissing, into: text) { dependency, text in
             string(graph.name(of: dependency), into: text)

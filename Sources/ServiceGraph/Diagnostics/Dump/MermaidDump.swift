@@ -44,10 +44,25 @@ struct MermaidDump {
             text.write(name, escaping: Self.escapes)
             text.write("<br/>missing provider\"]\n")
         }
-        graph.forEachEdge { slot, dependency in
+        var absentNodes = 0
+        for (slot, names) in graph.absentOptionals.sorted(by: { $0.key < $1.key }) {
+            for name in names {
+                text.write("    a")
+                text.write(number: absentNodes)
+                text.write("[\"")
+                text.write(name, escaping: Self.escapes)
+                text.write("<br/>not provided (optional)\"]\n    ")
+                text.write(node: .service(slot))
+                text.write(" -. optional .-> a")
+                text.write(number: absentNodes)
+                text.write("\n")
+                absentNodes += 1
+            }
+        }
+        graph.forEachEdgeWithKind { slot, dependency, kind in
             text.write("    ")
             text.write(node: .service(slot))
-            text.write(dependency.isService ? " --> " : " -.-> ")
+            text.write(dependency.isService ? (kind == .optional ? " -. optional .-> " : " --> ") : " -.-> ")
             text.write(node: dependency)
             text.write("\n")
         }
@@ -57,6 +72,7 @@ struct MermaidDump {
                 classDef scoped fill:#ebfbee,stroke:#37b24d
                 classDef transient fill:#f8f9fa,stroke:#868e96
                 classDef seed fill:#fff9db,stroke:#f08c00
+                classDef absent fill:#ffffff,stroke:#868e96,stroke-dasharray:4
                 classDef rootCause fill:#ffc9c9,stroke:#c92a2a,stroke-width:2px
                 classDef affected fill:#ffe8cc,stroke:#e8590c
 
@@ -73,6 +89,11 @@ struct MermaidDump {
             text.write("    class m")
             text.write(number: position)
             text.write(" rootCause\n")
+        }
+        for position in 0..<absentNodes {
+            text.write("    class a")
+            text.write(number: position)
+            text.write(" absent\n")
         }
         return text.string
     }

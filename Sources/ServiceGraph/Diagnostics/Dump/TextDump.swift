@@ -120,7 +120,10 @@ struct TextDump {
         onPath[root] = true
         var stack = [Frame(slot: root, depth: 0, childPrefix: "")]
         while let frame = stack.last {
-            let count = graph.dependencyCount(of: frame.slot)
+            // The edges, then the optional dependencies nothing provides (no edge: shown, not expanded).
+            let edgeCount = graph.dependencyCount(of: frame.slot)
+            let absent = graph.absentOptionals[frame.slot] ?? []
+            let count = edgeCount + absent.count
             guard frame.next < count else {
                 onPath[frame.slot] = false
                 stack.removeLast()
@@ -142,6 +145,12 @@ struct TextDump {
                 text.write(number: depth)
                 text.write(") ")
             }
+            guard frame.next < edgeCount else {
+                text.write(string: absent[frame.next - edgeCount])
+                text.write("? (optional, not provided)\n")
+                continue
+            }
+            if graph.kind(frame.next, of: frame.slot) == .optional { text.write("(optional) ") }
             switch graph.dependency(frame.next, of: frame.slot) {
             case .missing(let position):
                 text.write(string: graph.missingKeys[position])

@@ -100,6 +100,16 @@ extension _GraphCore {
         @inlinable
         @inline(__always)
         mutating func next<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
+            // A wrapper (`Optional<Key>`) says how its value is read; for a plain key the test is a
+            // constant once the thunk is specialized.
+            if Dependency._dependencyKind != .direct { return try Dependency._dependencyValue(from: &self) }
+            return try nextDirect(key)
+        }
+
+        /// The next dependency's value, a direct one (see ``next(_:)``).
+        @inlinable
+        @inline(__always)
+        mutating func nextDirect<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
             let slot = nextSlot()
             if let box = buffers.singletonBox(at: slot) {
                 return _GraphCore._Buffers.value(in: box, as: Dependency.Value.self)
@@ -120,7 +130,9 @@ extension _GraphCore {
         /// graph prepared for the call (see ``_GraphCore/preparedDependencies(of:in:)``).
         @inlinable
         mutating func nextPrepared<Dependency: ServiceKey>(_ key: Dependency.Type) throws -> Dependency.Value {
-            try deepValue(at: nextSlot(), as: Dependency.Value.self)
+            // A prepared resolver reads past the recursion limit: `next` reads what is prepared too.
+            if Dependency._dependencyKind != .direct { return try Dependency._dependencyValue(from: &self) }
+            return try deepValue(at: nextSlot(), as: Dependency.Value.self)
         }
 
         /// The value at `slot`, made without suspending (singletons and synchronous transients).
@@ -338,4 +350,19 @@ extension _GraphCore {
         return prepared
     }
 
+}
+
+extension _GraphCore._UnsafeResolver: _DependencyReading {
+    @inlinable
+    mutating func _next<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
+        try nextDirect(key)
+    }
+
+    /// The next dependency's value if the graph provides `key`: an optional dependency on a key the
+    /// graph does not provide has no edge (see ``GraphPlan/absentOptionals``), so nothing is read.
+    @inlinable
+    mutating func _nextIfProvided<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value? {
+        guard core.slot(of: key) != nil else { return nil }
+        return try nextDirect(key)
+    }
 }

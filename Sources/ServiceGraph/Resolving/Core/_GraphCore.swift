@@ -32,6 +32,13 @@ final class _GraphCore: @unchecked Sendable {
     let seedSlots: [Int]
     /// The slots of seeds a provider replaced, in order: a value a scope is given for one is ignored.
     let replacedSeedSlots: [Int]
+    /// The kind of each edge, parallel to the dependency slots; nil when every edge is direct.
+    let edgeKinds: [_DependencyKind]?
+    /// Optional dependencies on keys the graph does not provide: (dependent slot, key), in slot order.
+    let absentOptionals: [(slot: Int, key: any ServiceKey.Type)]
+    /// The declared dependencies of the providers that have optional ones, by slot: what a child graph
+    /// inherits (it may provide a key that is absent here).
+    let declaredDependencies: [Int: _DependencyKeys]
     /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
     let hookTimeout: Duration?
     /// How long an asynchronous singleton or scoped factory may run before it is abandoned.
@@ -125,6 +132,15 @@ final class _GraphCore: @unchecked Sendable {
         self.records = records
         self.seedSlots = seedSlots
         self.replacedSeedSlots = plan.replacedSeedSlots
+        self.edgeKinds = plan.edgeKinds
+        self.absentOptionals = plan.absentOptionals
+        var declaredDependencies: [Int: _DependencyKeys] = [:]
+        if plan.edgeKinds != nil || !plan.absentOptionals.isEmpty {
+            for slot in plan.providers.indices where plan.providers[slot].dependencies.hasWrappers {
+                declaredDependencies[slot] = plan.providers[slot].dependencies
+            }
+        }
+        self.declaredDependencies = declaredDependencies
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
         self.keyIdentities = UnsafeBufferPointer(identities.elements)
