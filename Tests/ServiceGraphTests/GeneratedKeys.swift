@@ -22,6 +22,11 @@ extension Optional: GeneratedDependency where Wrapped: GeneratedKey {
     static func contribution(_ value: GeneratedService?) -> Int { value?.value ?? 0 }
 }
 
+/// A provider of a generated key adds nothing: nothing is made with its holder.
+extension Provider: GeneratedDependency where Key: GeneratedKey {
+    static func contribution(_ value: Provider<Key>) -> Int { 0 }
+}
+
 enum GeneratedRoot: GeneratedKey { typealias Value = GeneratedService }
 enum Bit0<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
 enum Bit1<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
@@ -145,6 +150,7 @@ enum GeneratedKeys {
         lifetime: Lifetime = .singleton,
         dependsOn dependencies: [Int],
         optional: Set<Int> = [],
+        providers: Set<Int> = [],
         asynchronous: Bool = false,
         recorder: GraphRecorder? = nil,
         into builder: inout ServiceGraph.Builder
@@ -157,7 +163,11 @@ enum GeneratedKeys {
         }
         func open<K: GeneratedKey>(_ key: K.Type) {
             let keys = dependencies.enumerated().map { position, dependency in
-                self.dependency(dependency, optional: optional.contains(position))
+                self.dependency(
+                    dependency,
+                    optional: optional.contains(position),
+                    provider: providers.contains(position)
+                )
             }
             if asynchronous {
                 provideAsync(key, keys)
@@ -232,10 +242,11 @@ enum GeneratedKeys {
         open(key(index))
     }
 
-    /// Generated key `index` as a dependency: the key, or `Key?`.
-    static func dependency(_ index: Int, optional: Bool) -> any GeneratedDependency.Type {
-        guard optional else { return key(index) }
-        func open<K: GeneratedKey>(_ key: K.Type) -> any GeneratedDependency.Type { Optional<K>.self }
+    /// Generated key `index` as a dependency: the key, `Key?` or `Provider<Key>`.
+    static func dependency(_ index: Int, optional: Bool, provider: Bool = false) -> any GeneratedDependency.Type {
+        func open<K: GeneratedKey>(_ key: K.Type) -> any GeneratedDependency.Type {
+            provider ? Provider<K>.self : optional ? Optional<K>.self : K.self
+        }
         return open(key(index))
     }
 

@@ -135,7 +135,7 @@ struct OptionalDependencyTests {
         #expect(error.codes == [.invalidKey])
         #expect(
             error.problems[0].message
-                == "AnalyticsKey? is an optional dependency on AnalyticsKey, not a key: provide AnalyticsKey itself"
+                == "AnalyticsKey? is an optional dependency of AnalyticsKey, not a key: provide AnalyticsKey itself"
         )
     }
 

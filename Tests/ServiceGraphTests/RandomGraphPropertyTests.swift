@@ -105,12 +105,13 @@ struct RandomGraphPropertyTests {
         }
     }
 
-    /// Valid graphs with seeds and optional dependencies (some on keys nobody provides).
+    /// Valid graphs with seeds, optional dependencies (some on keys nobody provides) and providers (a
+    /// singleton's of a transient too).
     @Test func seededScopesOfValidGraphsResolveEveryServiceAsTheReferenceComputes() async throws {
         var seededGraphs = 0
         for seed in RandomCases.seeds(default: 300, salt: 3) {
             var random = SplitMix64(seed: seed)
-            let graph = RandomGraph.valid(&random, withSeeds: true, withOptionals: true)
+            let graph = RandomGraph.valid(&random, withSeeds: true, withOptionals: true, withProviders: true)
             let built = try await graph.builder().build()
             let seeds = graph.seeds.sorted()
             if !seeds.isEmpty { seededGraphs += 1 }

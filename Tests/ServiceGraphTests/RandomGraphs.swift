@@ -67,6 +67,14 @@ struct RandomGraph: CustomStringConvertible {
     /// Per service, the positions in its dependencies that are optional (`Key?`): no problem, and no
     /// value, where the key is not provided.
     var optional: [Set<Int>] = []
+    /// Per service, the positions in its dependencies that are providers (`Provider<Key>`): nothing is
+    /// made with the dependent, and a singleton may hold a provider of a transient.
+    var providers: [Set<Int>] = []
+
+    func isOptional(_ index: Int, _ position: Int) -> Bool { !optional.isEmpty && optional[index].contains(position) }
+    func isProvider(_ index: Int, _ position: Int) -> Bool {
+        !providers.isEmpty && providers[index].contains(position)
+    }
 
     var description: String {
         "RandomGraph(count: \(count), missing: \(missingCount), duplicated: \(duplicated), seeds: \(seeds.sorted()))"
@@ -99,9 +107,16 @@ struct RandomGraph: CustomStringConvertible {
             }
             dependencies.append(targets)
         }
-        // About one dependency in seven is optional.
+        // About one dependency in seven is optional, and one in seven of the others a provider.
         let optional = dependencies.map { targets in
             Set(targets.indices.filter { _ in Int.random(in: 0..<7, using: &random) == 0 })
+        }
+        let providers = dependencies.indices.map { index in
+            Set(
+                dependencies[index].indices.filter {
+                    !optional[index].contains($0) && Int.random(in: 0..<7, using: &random) == 0
+                }
+            )
         }
         var duplicated: [Int] = []
         if Int.random(in: 0..<10, using: &random) == 0 {
@@ -115,7 +130,8 @@ struct RandomGraph: CustomStringConvertible {
             duplicated: duplicated,
             asynchronous: [],
             seeds: seeds,
-            optional: optional
+            optional: optional,
+            providers: providers
         )
     }
 
@@ -125,7 +141,8 @@ struct RandomGraph: CustomStringConvertible {
         _ random: inout SplitMix64,
         count: ClosedRange<Int> = 1...60,
         withSeeds: Bool = false,
-        withOptionals: Bool = false
+        withOptionals: Bool = false,
+        withProviders: Bool = false
     ) -> RandomGraph {
         let count = Int.random(in: count, using: &random)
         let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
@@ -155,6 +172,17 @@ struct RandomGraph: CustomStringConvertible {
                 }
             }
         }
+        var providers = Array(repeating: Set<Int>(), count: count)
+        if withProviders {
+            for index in 1..<max(count, 1) where !seeds.contains(index) && dependencies[index].count < 3 {
+                guard Int.random(in: 0..<3, using: &random) == 0 else { continue }
+                // Any earlier key a provider may reach: a singleton's provider of a transient too.
+                let target = Int.random(in: 0..<index, using: &random)
+                guard lifetimes[index] != .singleton || lifetimes[target] != .scoped else { continue }
+                providers[index].insert(dependencies[index].count)
+                dependencies[index].append(target)
+            }
+        }
         let asynchronous = Set((0..<count).filter { _ in Bool.random(using: &random) })
         return RandomGraph(
             count: count,
@@ -164,7 +192,8 @@ struct RandomGraph: CustomStringConvertible {
             duplicated: [],
             asynchronous: asynchronous,
             seeds: seeds,
-            optional: optional
+            optional: optional,
+            providers: providers
         )
     }
 
@@ -188,6 +217,7 @@ struct RandomGraph: CustomStringConvertible {
                 lifetime: lifetimes[index],
                 dependsOn: dependencies[index],
                 optional: optional.isEmpty ? [] : optional[index],
+                providers: providers.isEmpty ? [] : providers[index],
                 asynchronous: asynchronous.contains(index),
                 recorder: recorder,
                 into: &builder
@@ -210,7 +240,11 @@ struct RandomGraph: CustomStringConvertible {
             // An optional dependency on a key nobody provides (past `count`) adds nothing.
             values[index] =
                 seeds.contains(index)
-                ? seedValue(index) : dependencies[index].reduce(1) { $0 + ($1 < count ? values[$1] : 0) }
+                ? seedValue(index)
+                : dependencies[index].enumerated().reduce(1) { sum, edge in
+                    // A provider adds nothing; nor does an optional key nobody provides (past `count`).
+                    sum + (edge.element < count && !isProvider(index, edge.offset) ? values[edge.element] : 0)
+                }
         }
         return values
     }
@@ -254,11 +288,16 @@ struct ReferenceValidation {
         duplicates = graph.duplicated.map(name)
         for index in 0..<graph.count {
             for (position, target) in graph.dependencies[index].enumerated() {
-                let isOptional = !graph.optional.isEmpty && graph.optional[index].contains(position)
-                if target >= graph.count && isOptional {
+                if target >= graph.count && graph.isOptional(index, position) {
                     absentOptionals.append(name(index))
                 } else if target >= graph.count {
                     missing.append(Pair(first: name(index), second: name(target)))
+                } else if graph.isProvider(index, position) {
+                    // A provider holds no instance: only a singleton's provider of a scoped service is
+                    // captive.
+                    if graph.lifetimes[index] == .singleton && graph.lifetimes[target] == .scoped {
+                        captive.append(Pair(first: name(index), second: name(target)))
+                    }
                 } else if !graph.lifetimes[index].referenceMayDepend(on: graph.lifetimes[target]) {
                     captive.append(Pair(first: name(index), second: name(target)))
                 }

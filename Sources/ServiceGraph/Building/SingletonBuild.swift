@@ -240,7 +240,11 @@ struct SingletonBuild {
     private mutating func startCountingDown() {
         guard countdown == nil else { return }
         let (core, lifetimes) = (self.core, plan.lifetimes)
-        let countdown = Topology.Countdown(plan.edges) { core.buffers.singletonBox(at: $0) != nil }
+        // A service the build does not make (a transient or scoped one, which a singleton reaches only
+        // through a provider) is never waited for.
+        let countdown = Topology.Countdown(plan.edges) {
+            lifetimes[$0] != .singleton || core.buffers.singletonBox(at: $0) != nil
+        }
         for slot in plan.order[nextInOrder...] where lifetimes[slot] == .singleton && countdown.isReady(slot) {
             ready.append(slot)
         }

@@ -26,4 +26,11 @@ public enum Lifetime: Sendable, Hashable, CaseIterable, CustomStringConvertible 
     func mayDepend(on dependency: Lifetime) -> Bool {
         self != .singleton || dependency == .singleton
     }
+
+    /// Whether a service of this lifetime may depend on one of `dependency`'s through an edge of
+    /// `kind`: a provider holds no instance, so a singleton may hold one of a transient (it makes a new
+    /// instance each call), though not of a scoped service, which belongs to one scope.
+    func mayDepend(on dependency: Lifetime, through kind: _DependencyKind) -> Bool {
+        kind == .provider ? self != .singleton || dependency != .scoped : mayDepend(on: dependency)
+    }
 }

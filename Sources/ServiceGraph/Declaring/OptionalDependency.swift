@@ -7,6 +7,18 @@ public enum _DependencyKind: UInt8, Sendable {
     case direct = 0
     /// The key's value, or nil when the graph has no provider for it (`Optional<Key>`).
     case optional = 1
+    /// A function that resolves the key on each call (``Provider``): nothing is made with the
+    /// dependent, so the build does not wait for it.
+    case provider = 2
+
+    /// The name dumps give the kind.
+    var name: String {
+        switch self {
+        case .direct: "direct"
+        case .optional: "optional"
+        case .provider: "provider"
+        }
+    }
 }
 
 /// Where a factory's thunk reads its dependencies from, in declaration order.
@@ -19,6 +31,8 @@ public protocol _DependencyReading {
     mutating func _next<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value
     /// The value of the next dependency if the graph provides `key`, or nil, when it declared none.
     mutating func _nextIfProvided<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value?
+    /// A handle on the next dependency, `key`, to resolve it later (``Provider``).
+    mutating func _nextHandle<Key: ServiceKey>(_ key: Key.Type) -> _ServiceHandle
 }
 
 /// An optional dependency: `dependsOn: AnalyticsKey?.self` gives the factory the value of

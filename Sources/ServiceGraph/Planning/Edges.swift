@@ -127,6 +127,10 @@ struct Edges: Sendable {
         Int(dependencyTargets[position])
     }
 
+    /// The position of `node`'s first edge among all edges (edges are numbered node by node, in
+    /// declaration order: the index of per-edge data such as ``GraphPlan/edgeKinds``).
+    func firstEdge(of node: Int) -> Int { Int(dependencyStart[node]) }
+
     /// Calls `body` with each dependency of `node`, in declaration order, without making a slice.
     func forEachDependency(of node: Int, _ body: (Int) -> Void) {
         for index in Int(dependencyStart[node])..<Int(dependencyStart[node + 1]) {

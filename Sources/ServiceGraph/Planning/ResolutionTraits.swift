@@ -16,14 +16,19 @@ struct ResolutionTraits {
         resolvesSynchronouslyInScope = Array(repeating: false, count: plan.count)
         let lifetimes = plan.lifetimes
         let edges = plan.edges
+        let edgeKinds = plan.edgeKinds
         // Index loops over the flat edges: one pass per service, no slice or closure per service.
         for slot in plan.order {
             let lifetime = lifetimes[slot]
             var dependsOnScope = false
             var dependenciesResolveSynchronously = true
             var dependenciesResolveSynchronouslyInScope = true
+            var position = edges.firstEdge(of: slot)
             edges.forEachDependency(of: slot) { dependency in
+                defer { position += 1 }
                 dependsOnScope = dependsOnScope || needsScope[dependency]
+                // A provider is a handle: taking it neither suspends nor makes anything.
+                if edgeKinds?[position] == .provider { return }
                 dependenciesResolveSynchronously = dependenciesResolveSynchronously && resolvesSynchronously[dependency]
                 dependenciesResolveSynchronouslyInScope =
                     dependenciesResolveSynchronouslyInScope && resolvesSynchronouslyInScope[dependency]

@@ -103,7 +103,8 @@ struct GraphValidator {
                 .invalidKey,
                 key: name,
                 site: plan.providers[slot].site.site,
-                message: "\(name) is an optional dependency on \(wrapped), not a key: provide \(wrapped) itself"
+                message:
+                    "\(name) is \(key._dependencyKind == .provider ? "a provider" : "an optional dependency") of \(wrapped), not a key: provide \(wrapped) itself"
             )
         }
     }
@@ -172,9 +173,10 @@ struct GraphValidator {
         var parent = Array(repeating: -1, count: plan.count)
         return cyclic.map { start, component in
             for member in component { isMember[member] = true }
-            let cycle = cyclePath(through: start, isMember: isMember, parent: &parent).map(plan.name)
+            let slots = cyclePath(through: start, isMember: isMember, parent: &parent)
+            let cycle = slots.map(plan.name)
             for member in component { isMember[member] = false }
-            var message = "cycle: \(cycle.joined(separator: " → "))"
+            var message = "cycle: \(describeCycle(slots))"
             if component.count > cycle.count - 1 {
                 let others = component.sorted().map(plan.name).joined(separator: ", ")
                 message += " (\(component.count) services depend on each other here: \(others))"
@@ -187,6 +189,27 @@ struct GraphValidator {
                 message: message
             )
         }
+    }
+
+    /// The cycle's names joined by arrows, each step through a provider marked: a cycle through one is
+    /// still reported, as the provider's first call would come back to its holder.
+    private func describeCycle(_ slots: [Int]) -> String {
+        var text = plan.name(slots[0])
+        for (from, to) in zip(slots, slots.dropFirst()) {
+            text += " → " + plan.name(to)
+            if edgeKind(from: from, to: to) == .provider { text += " (through a provider)" }
+        }
+        return text
+    }
+
+    /// The kind of the first edge from `from` to `to`.
+    private func edgeKind(from: Int, to: Int) -> _DependencyKind {
+        guard let edgeKinds = plan.edgeKinds else { return .direct }
+        let first = plan.edges.firstEdge(of: from)
+        for (offset, target) in plan.edges.dependencies(of: from).enumerated() where target == to {
+            return edgeKinds[first + offset]
+        }
+        return .direct
     }
 
     /// The shortest cycle from `start` back to itself through members only (breadth-first).
@@ -225,15 +248,20 @@ struct GraphValidator {
         // Lifetimes are read from the plan's byte array, the edges in place; a provider is looked at only
         // when it is wrong.
         let lifetimes = plan.lifetimes
-        var captives: [(slot: Int, dependency: Int)] = []
+        var captives: [(slot: Int, dependency: Int, kind: _DependencyKind)] = []
+        let edgeKinds = plan.edgeKinds
         for slot in lifetimes.indices {
+            var position = plan.edges.firstEdge(of: slot)
             plan.edges.forEachDependency(of: slot) { dependency in
-                if dependency != GraphPlan.missing, !lifetimes[slot].mayDepend(on: lifetimes[dependency]) {
-                    captives.append((slot, dependency))
+                defer { position += 1 }
+                guard dependency != GraphPlan.missing else { return }
+                let kind = edgeKinds?[position] ?? .direct
+                if !lifetimes[slot].mayDepend(on: lifetimes[dependency], through: kind) {
+                    captives.append((slot, dependency, kind))
                 }
             }
         }
-        for (slot, dependency) in captives {
+        for (slot, dependency, kind) in captives {
             let provider = plan.providers[slot]
             let captive = plan.providers[dependency]
             problems.append(
@@ -242,9 +270,11 @@ struct GraphValidator {
                     key: plan.name(slot),
                     path: plan.pathFromRoot(to: slot) + [plan.name(dependency)],
                     site: provider.site.site,
-                    message: captive.isSeed
-                        ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (a seed, given to each scope), which a \(provider.lifetime) would keep alive past its scope"
-                        : "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
+                    message: kind == .provider
+                        ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on a provider of \(plan.name(dependency)) (\(captive.lifetime)), which would resolve it outside any scope"
+                        : captive.isSeed
+                            ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (a seed, given to each scope), which a \(provider.lifetime) would keep alive past its scope"
+                            : "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
                 )
             )
         }

@@ -83,8 +83,10 @@ struct DotDump {
             text.write(node: dependency)
             if !dependency.isService {
                 text.write(" [style=dashed, color=\"#c92a2a\"];\n")
-            } else if kind == .optional {
-                text.write(" [style=dashed, label=\"optional\"];\n")
+            } else if kind != .direct {
+                text.write(" [style=dashed, label=\"")
+                text.write(string: kind.name)
+                text.write("\"];\n")
             } else {
                 text.write(";\n")
             }

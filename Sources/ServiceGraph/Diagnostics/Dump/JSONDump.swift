@@ -63,7 +63,7 @@ struct JSONDump {
         let kinds = dependencies.indices.lazy.filter { dependencies[$0].isService }.map {
             graph.kind(dependencies.distance(from: dependencies.startIndex, to: $0), of: slot)
         }
-        inline(kinds, into: text) { kind, text in string(kind == .optional ? "optional" : "direct", into: text) }
+        inline(kinds, into: text) { kind, text in string(kind.name, into: text) }
         text.write(",\n      \"absentOptionalDependencies\": ")
         inline(graph.absentOptionals[slot] ?? [], into: text) { name, text in string(name, into: text) }
         text.write(",\n      \"missingDependencies\": ")

@@ -62,7 +62,15 @@ struct MermaidDump {
         graph.forEachEdgeWithKind { slot, dependency, kind in
             text.write("    ")
             text.write(node: .service(slot))
-            text.write(dependency.isService ? (kind == .optional ? " -. optional .-> " : " --> ") : " -.-> ")
+            if !dependency.isService {
+                text.write(" -.-> ")
+            } else if kind != .direct {
+                text.write(" -. ")
+                text.write(string: kind.name)
+                text.write(" .-> ")
+            } else {
+                text.write(" --> ")
+            }
             text.write(node: dependency)
             text.write("\n")
         }

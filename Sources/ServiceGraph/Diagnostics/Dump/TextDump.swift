@@ -150,7 +150,12 @@ struct TextDump {
                 text.write("? (optional, not provided)\n")
                 continue
             }
-            if graph.kind(frame.next, of: frame.slot) == .optional { text.write("(optional) ") }
+            let kind = graph.kind(frame.next, of: frame.slot)
+            if kind != .direct {
+                text.write("(")
+                text.write(string: kind.name)
+                text.write(") ")
+            }
             switch graph.dependency(frame.next, of: frame.slot) {
             case .missing(let position):
                 text.write(string: graph.missingKeys[position])

@@ -224,6 +224,11 @@ extension _GraphCore {
                 let frame = frames[top]
                 if frame.position < Int(buffers.dependencyStart[frame.slot + 1]) {
                     let dependency = Int(buffers.dependencySlots[frame.position])
+                    // A provider edge makes nothing now (see `_nextHandle`).
+                    if core.edgeKinds?[frame.position] == .provider {
+                        frames[top].position += 1
+                        continue
+                    }
                     frames[top].position += 1
                     // A singleton is read where its value is asked for; only transients are made here.
                     if buffers.singletonBox(at: dependency) != nil { continue }
@@ -337,6 +342,8 @@ extension _GraphCore {
         for position in start..<end {
             let dependency = Int(buffers.dependencySlots[position])
             if buffers.singletonBox(at: dependency) != nil { continue }
+            // A provider edge makes nothing now: the thunk takes a handle (`_nextHandle`).
+            if edgeKinds?[position] == .provider { continue }
             // A seed is read in place by the factory's thunk (`_UnsafeResolver.seedBox(at:)`).
             if let scope, lifetime(of: dependency) == .scoped, isSeed(dependency),
                 scope._publishedBox(at: dependency) != nil
@@ -364,5 +371,13 @@ extension _GraphCore._UnsafeResolver: _DependencyReading {
     mutating func _nextIfProvided<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value? {
         guard core.slot(of: key) != nil else { return nil }
         return try nextDirect(key)
+    }
+
+    /// A handle to resolve the next dependency later, in this call's scope or graph: nothing is read
+    /// now (the paths that prepare dependencies leave provider edges out too).
+    @usableFromInline
+    mutating func _nextHandle<Key: ServiceKey>(_ key: Key.Type) -> _ServiceHandle {
+        _ = nextSlot()
+        return _ServiceHandle(core: core, scope: scope)
     }
 }
