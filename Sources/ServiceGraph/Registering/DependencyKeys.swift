@@ -32,29 +32,34 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
         inlineKinds = 0
     }
 
-    /// The keys of a fixed-arity `provide`, in order.
+    /// The keys of a fixed-arity `provide`, in order: a few stores of constants once `provide` is
+    /// inlined (a loop or a switch per key here would grow every registration's code, and a long
+    /// composition root would stop being inlined partway; see `ServiceGraph.Builder+FixedArity.swift`).
     @inlinable
     @inline(__always)
     init<D1: ServiceKey>(_ d1: D1.Type) {
-        self.init()
-        append(d1)
+        inline = (D1._dependencyTarget, nil, nil, nil)
+        spilled = nil
+        storedCount = 1
+        inlineKinds = Self.kinds(D1._dependencyKind)
     }
 
     @inlinable
     @inline(__always)
     init<D1: ServiceKey, D2: ServiceKey>(_ d1: D1.Type, _ d2: D2.Type) {
-        self.init()
-        append(d1)
-        append(d2)
+        inline = (D1._dependencyTarget, D2._dependencyTarget, nil, nil)
+        spilled = nil
+        storedCount = 2
+        inlineKinds = Self.kinds(D1._dependencyKind, D2._dependencyKind)
     }
 
     @inlinable
     @inline(__always)
     init<D1: ServiceKey, D2: ServiceKey, D3: ServiceKey>(_ d1: D1.Type, _ d2: D2.Type, _ d3: D3.Type) {
-        self.init()
-        append(d1)
-        append(d2)
-        append(d3)
+        inline = (D1._dependencyTarget, D2._dependencyTarget, D3._dependencyTarget, nil)
+        spilled = nil
+        storedCount = 3
+        inlineKinds = Self.kinds(D1._dependencyKind, D2._dependencyKind, D3._dependencyKind)
     }
 
     @inlinable
@@ -65,11 +70,23 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
         _ d3: D3.Type,
         _ d4: D4.Type
     ) {
-        self.init()
-        append(d1)
-        append(d2)
-        append(d3)
-        append(d4)
+        inline = (D1._dependencyTarget, D2._dependencyTarget, D3._dependencyTarget, D4._dependencyTarget)
+        spilled = nil
+        storedCount = 4
+        inlineKinds = Self.kinds(D1._dependencyKind, D2._dependencyKind, D3._dependencyKind, D4._dependencyKind)
+    }
+
+    /// The inline kinds, a byte each.
+    @inlinable
+    @inline(__always)
+    static func kinds(
+        _ first: _DependencyKind,
+        _ second: _DependencyKind = .direct,
+        _ third: _DependencyKind = .direct,
+        _ fourth: _DependencyKind = .direct
+    ) -> UInt32 {
+        UInt32(first.rawValue) | UInt32(second.rawValue) << 8 | UInt32(third.rawValue) << 16
+            | UInt32(fourth.rawValue) << 24
     }
 
     /// Keys as a built graph keeps them (a child graph's inherited registrations).

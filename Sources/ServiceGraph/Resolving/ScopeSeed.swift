@@ -46,6 +46,15 @@ extension _GraphCore {
         let slot: Int
         let seed: ScopeSeed
         var claimedHooks: InstanceHooks? = nil
+        /// Whether the scope runs the claimed hooks' `willRemove`: the seed is owned by the scope, or the
+        /// same instance is given as owned under another key of the scope.
+        var isOwned: Bool
+
+        init(slot: Int, seed: ScopeSeed) {
+            self.slot = slot
+            self.seed = seed
+            self.isOwned = seed.isOwnedByScope
+        }
     }
 
     /// The seeds given to a new scope at their slots, in slot order: every seed of the graph, once. A
@@ -122,10 +131,18 @@ extension _GraphCore {
     func claimingHooks(of seeds: [PlacedSeed]) throws(ServiceGraphError) -> [PlacedSeed] {
         var claimed = seeds
         var problems: [ServiceGraphError.Problem] = []
+        // An instance given under several keys is one instance: claimed once, by the first of them, and
+        // owned if any of them is given as owned.
+        var claimer: [ObjectIdentifier: Int] = [:]
         for index in claimed.indices {
             guard let hooks = claimed[index].seed.hooks else { continue }
+            if let identity = hooks.identity, let first = claimer[identity] {
+                if claimed[index].isOwned { claimed[first].isOwned = true }
+                continue
+            }
             if hookClaims.claim(hooks) {
                 claimed[index].claimedHooks = hooks
+                if let identity = hooks.identity { claimer[identity] = index }
             } else if claimed[index].seed.isOwnedByScope {
                 let name = self.name(claimed[index].slot)
                 problems.append(
@@ -134,7 +151,7 @@ extension _GraphCore {
                         key: name,
                         site: site(claimed[index].slot),
                         message: "\(name) was given to a scope as owned by it, but the graph or another open "
-                            + "scope already runs that instance's hooks; give each scope its own instance, or "
+                            + "scope of it already runs that instance's hooks; give each scope its own instance, or "
                             + "give it without ownedByScope"
                     )
                 )

@@ -53,7 +53,7 @@ public final class ServiceScope: Sendable {
         for placed in seeds {
             instances.publish(placed.seed.box, at: placed.slot)
             // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
-            let owned = placed.seed.isOwnedByScope
+            let owned = placed.isOwned
             state.created.append((placed.slot, owned ? placed.claimedHooks : nil))
             if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
         }
@@ -159,8 +159,11 @@ public final class ServiceScope: Sendable {
         let entry = _enter(at: slot)
         if case .refused = entry { throw _closedError(key) }
         defer { _leave() }
-        // A seed is in place from the start, and read like one of the chain's (a created scoped instance
-        // is not: the call's success would depend on timing, so it is left to `resolve`).
+        // A seed is in place from the start, and read as `resolve` reads it (a created scoped instance is
+        // not: the call's success would depend on timing, so it is left to `resolve`).
+        if case .created(let box) = entry, !_core.reportsResolves, _core.isSeed(slot) {
+            return box.value(as: Key.Value.self)
+        }
         guard _core.resolvesSynchronouslyInScope(slot) else {
             throw _core.cannotResolveSynchronouslyInScopeError(slot)
         }
