@@ -183,6 +183,11 @@ extension TypeName {
 
         /// The name of `key`'s value type, as ``ServiceKey/valueTypeName`` spells it.
         mutating func name(for key: any ServiceKey.Type) -> String {
+            // A factory with arguments holds a function: named by its arguments and what it makes.
+            if let factory = key as? any ArgumentFactoryKey.Type {
+                return
+                    "(\(factory.argumentNames.joined(separator: ", "))) async throws -> \(name(for: factory.product))"
+            }
             let valueType = key.valueTypeID
             switch entries[valueType] {
             case .fixed(let name): return name

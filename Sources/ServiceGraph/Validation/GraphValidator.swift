@@ -112,6 +112,7 @@ struct GraphValidator {
     private func missingProviders() -> [ServiceGraphError.Problem] {
         guard plan.missingEdgeCount > 0 else { return [] }
         var byValueType: [ObjectIdentifier: [Int]] = [:]
+        var factoriesByProduct: [ObjectIdentifier: [String]]?
         var problems: [ServiceGraphError.Problem] = []
         var indexed = false
         for (slot, provider) in plan.providers.enumerated() {
@@ -126,6 +127,14 @@ struct GraphValidator {
                 let missingKey = plan.edgeKey(of: slot, at: position)
                 let missingName = plan.name(ofMissing: missingKey)
                 var message = "\(missingName) has no provider; \(plan.name(slot)) requires it"
+                // A key made with arguments is in the graph as its function.
+                if factoriesByProduct == nil {
+                    factoriesByProduct = argumentFactoriesByProduct(among: plan.providers.lazy.map(\.key))
+                }
+                if let factories = factoriesByProduct?[ObjectIdentifier(missingKey)] {
+                    message +=
+                        "; it is made with arguments: depend on \(factories.joined(separator: " or ")), a function of them"
+                }
                 let candidates = byValueType[missingKey.valueTypeID] ?? []
                 // The service that requires the key is no answer to "did you mean", even when it
                 // provides the same type (a decorator of the missing service).

@@ -71,6 +71,13 @@ enum NameSuggestions {
             among: keys.indices.lazy.map { (candidates[$0], shown[$0], keys[$0].valueTypeID == valueType) }
         )
         var message = "\(missingName) is not in this graph"
+        // A key made with arguments is in the graph as its function.
+        if let key {
+            if let factories = argumentFactoriesByProduct(among: keys)[ObjectIdentifier(key)] {
+                return message
+                    + "; it is made with arguments: resolve \(factories.joined(separator: " or ")), a function of them"
+            }
+        }
         if !suggestions.isEmpty {
             message += "; closest keys: \(suggestions.joined(separator: ", "))"
         }

@@ -32,7 +32,7 @@ public struct DumpFormat: Hashable, Sendable, CustomStringConvertible {
     public static let mermaid = DumpFormat(.mermaid)
 
     /// JSON for tools. The shape is documented in the Diagnostics article: a `services` array
-    /// (id, key, valueType, lifetime, site, override, seed, dependencies, dependencyIds,
+    /// (id, key, valueType, lifetime, site, override, seed, arguments, dependencies, dependencyIds,
     /// dependencyKinds, absentOptionalDependencies, missingDependencies, initializationIndex,
     /// factoryMilliseconds, didAddMilliseconds, mark, problems), the `initializationOrder`, and the
     /// `problems`.

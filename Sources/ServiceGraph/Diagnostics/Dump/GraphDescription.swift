@@ -22,8 +22,14 @@ struct GraphDescription: Sendable {
         /// The codes of the problems rooted at this service.
         var problemCodes: [String] = []
 
-        /// The lifetime as the dumps print it: "scoped seed" for a seed.
-        var lifetimeLabel: String { isSeed ? "scoped seed" : lifetime.description }
+        /// For a factory with arguments (``ArgumentFactory``), the argument types' names.
+        var arguments: [String]?
+
+        /// The lifetime as the dumps print it: "scoped seed" for a seed, "singleton function" (or
+        /// scoped, transient) for a factory with arguments.
+        var lifetimeLabel: String {
+            isSeed ? "scoped seed" : arguments != nil ? "\(lifetime) function" : lifetime.description
+        }
     }
 
     /// What a dependency edge points to: a service, or a key that has no provider.
@@ -76,7 +82,7 @@ struct GraphDescription: Sendable {
             let fileID = files[address] ?? file.description
             if address != 0 { files[address] = fileID }
             let site = RegistrationSite(fileID: fileID, line: Int(provider.site.line))
-            return Service(
+            var service = Service(
                 name: names[slot],
                 valueType: valueTypes.name(for: provider.key),
                 lifetime: provider.lifetime,
@@ -84,6 +90,8 @@ struct GraphDescription: Sendable {
                 isOverride: plan.overridden[slot],
                 isSeed: provider.isSeed
             )
+            service.arguments = (provider.key as? any ArgumentFactoryKey.Type)?.argumentNames
+            return service
         }
         edgeKinds = plan.edgeKinds
         for (slot, key) in plan.absentOptionals {
@@ -124,14 +132,17 @@ struct GraphDescription: Sendable {
         var valueTypes = TypeName.ValueTypeNames()
         services = (0..<core.count).map { slot in
             let record = core.records[slot]
-            return Service(
+            let key = core.key(at: slot)
+            var service = Service(
                 name: names[slot],
-                valueType: valueTypes.name(for: core.key(at: slot)),
+                valueType: valueTypes.name(for: key),
                 lifetime: core.lifetime(of: slot),
                 site: RegistrationSite(fileID: files[Int(record.fileIndex)], line: Int(record.line)),
                 isOverride: record.isOverride,
                 isSeed: record.isSeed
             )
+            service.arguments = (key as? any ArgumentFactoryKey.Type)?.argumentNames
+            return service
         }
         edges = Edges(
             (0..<core.count).lazy.map { core.dependencies(of: $0) },

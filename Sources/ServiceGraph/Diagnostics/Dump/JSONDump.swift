@@ -50,6 +50,12 @@ struct JSONDump {
         text.write(service.isOverride ? "true" : "false")
         text.write(",\n      \"seed\": ")
         text.write(service.isSeed ? "true" : "false")
+        text.write(",\n      \"arguments\": ")
+        if let arguments = service.arguments {
+            inline(arguments, into: text) { name, text in string(name, into: text) }
+        } else {
+            text.write("null")
+        }
         let dependencies = graph.dependencies(of: slot)
         text.write(",\n      \"dependencies\": ")
         inline(dependencies, where: \.isService, into: text) { dependency, text in

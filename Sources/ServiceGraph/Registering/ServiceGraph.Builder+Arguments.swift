@@ -1,0 +1,216 @@
+// Factories with arguments (assisted injection): `provide(_:arguments:dependsOn:factory:)` registers a
+// function under `ArgumentFactory<Key, Arguments...>` that takes the caller's arguments and the values
+// of its dependencies. One overload per number of arguments (1 to 3), each with a parameter pack of
+// dependencies: a closure type cannot hold two packs.
+
+extension ServiceGraph.Builder {
+    /// Provides `key` made with 1 argument the caller supplies as well as the values of
+    /// `dependsOn`: the graph holds the function under ``ArgumentFactory``, which callers resolve or depend on.
+    ///
+    /// - Parameters:
+    ///   - key: The key of what the function makes; the function's own key is
+    ///     `ArgumentFactory<Key, A1>`.
+    ///   - lifetime: How long the function lives (a singleton by default; ``Lifetime/scoped`` where it
+    ///     depends on scoped services). Each call makes a new value.
+    ///   - a1: The type of the first argument.
+    ///   - dependencies: The keys whose values the function is made with.
+    ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
+    ///   - line: The line of the registration; the caller's line by default.
+    ///   - factory: Makes the value from the arguments, then the dependencies' values.
+    @inlinable
+    @inline(__always)
+    public mutating func provide<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        arguments a1: A1.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: false
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
+            let captured = (repeat each values)
+            return { a1 in try await factory(a1, repeat each captured) }
+        }
+    }
+
+    /// Provides `key` made with 2 arguments the caller supplies as well as the values of
+    /// `dependsOn`: the graph holds the function under ``ArgumentFactory``, which callers resolve or depend on.
+    ///
+    /// - Parameters:
+    ///   - key: The key of what the function makes; the function's own key is
+    ///     `ArgumentFactory<Key, A1, A2>`.
+    ///   - lifetime: How long the function lives (a singleton by default; ``Lifetime/scoped`` where it
+    ///     depends on scoped services). Each call makes a new value.
+    ///   - a1: The type of the first argument.
+    ///   - a2: The type of the second argument.
+    ///   - dependencies: The keys whose values the function is made with.
+    ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
+    ///   - line: The line of the registration; the caller's line by default.
+    ///   - factory: Makes the value from the arguments, then the dependencies' values.
+    @inlinable
+    @inline(__always)
+    public mutating func provide<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: false
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
+            let captured = (repeat each values)
+            return { a1, a2 in try await factory(a1, a2, repeat each captured) }
+        }
+    }
+
+    /// Provides `key` made with 3 arguments the caller supplies as well as the values of
+    /// `dependsOn`: the graph holds the function under ``ArgumentFactory``, which callers resolve or depend on.
+    ///
+    /// - Parameters:
+    ///   - key: The key of what the function makes; the function's own key is
+    ///     `ArgumentFactory<Key, A1, A2, A3>`.
+    ///   - lifetime: How long the function lives (a singleton by default; ``Lifetime/scoped`` where it
+    ///     depends on scoped services). Each call makes a new value.
+    ///   - a1: The type of the first argument.
+    ///   - a2: The type of the second argument.
+    ///   - a3: The type of the third argument.
+    ///   - dependencies: The keys whose values the function is made with.
+    ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
+    ///   - line: The line of the registration; the caller's line by default.
+    ///   - factory: Makes the value from the arguments, then the dependencies' values.
+    @inlinable
+    @inline(__always)
+    public mutating func provide<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        A3: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        _ a3: A3.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2, A3>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: false
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
+            let captured = (repeat each values)
+            return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
+        }
+    }
+
+    /// Replaces the argument factory of `key` (the ``ArgumentFactory`` of 1 argument); see
+    /// `provide(_:lifetime:arguments:dependsOn:fileID:line:factory:)`.
+    @inlinable
+    @inline(__always)
+    public mutating func override<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        arguments a1: A1.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
+            let captured = (repeat each values)
+            return { a1 in try await factory(a1, repeat each captured) }
+        }
+    }
+
+    /// Replaces the argument factory of `key` (the ``ArgumentFactory`` of 2 arguments); see
+    /// `provide(_:lifetime:arguments:dependsOn:fileID:line:factory:)`.
+    @inlinable
+    @inline(__always)
+    public mutating func override<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
+            let captured = (repeat each values)
+            return { a1, a2 in try await factory(a1, a2, repeat each captured) }
+        }
+    }
+
+    /// Replaces the argument factory of `key` (the ``ArgumentFactory`` of 3 arguments); see
+    /// `provide(_:lifetime:arguments:dependsOn:fileID:line:factory:)`.
+    @inlinable
+    @inline(__always)
+    public mutating func override<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        A3: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        _ a3: A3.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2, A3>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
+            let captured = (repeat each values)
+            return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
+        }
+    }
+}
