@@ -82,18 +82,31 @@ struct UserRepository: Sendable {
     func exists(_ email: String) -> Bool { store.value(for: email) != nil }
 }
 
+/// Sends mail out of the process. The application provides one where it has a mail server; this
+/// example does not, so the outbox keeps what it would send (an optional dependency, listed by lint).
+protocol MailRelay: Sendable {
+    func send(to address: String, subject: String)
+}
+
 /// Collects outgoing mail; flushes it when the graph shuts down.
 final class EmailOutbox: LifecycleHooks {
     private let pending = Rows()
     let logger: any AppLogger
     let journal: Journal
+    let relay: (any MailRelay)?
 
-    init(logger: any AppLogger, journal: Journal) {
+    init(logger: any AppLogger, journal: Journal, relay: (any MailRelay)?) {
         self.logger = logger
         self.journal = journal
+        self.relay = relay
     }
 
     func enqueue(to address: String, subject: String) {
+        if let relay {
+            relay.send(to: address, subject: subject)
+            logger.log("sent mail to \(address): \(subject)")
+            return
+        }
         pending.set(address, subject)
         logger.log("queued mail to \(address): \(subject)")
     }

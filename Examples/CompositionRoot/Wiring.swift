@@ -8,6 +8,7 @@ enum ClockKey: ServiceKey { typealias Value = any AppClock }
 enum StoreKey: ServiceKey { typealias Value = InMemoryStore }
 enum UserRepositoryKey: ServiceKey { typealias Value = UserRepository }
 enum EmailOutboxKey: ServiceKey { typealias Value = EmailOutbox }
+enum MailRelayKey: ServiceKey { typealias Value = any MailRelay }
 enum IncomingRequestKey: ServiceKey { typealias Value = IncomingRequest }
 enum RequestContextKey: ServiceKey { typealias Value = RequestContext }
 enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
@@ -27,8 +28,9 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     builder.provide(UserRepositoryKey.self, dependsOn: StoreKey.self, LoggerKey.self) {
         UserRepository(store: $0, logger: $1)
     }
-    builder.provide(EmailOutboxKey.self, dependsOn: LoggerKey.self, JournalKey.self) {
-        EmailOutbox(logger: $0, journal: $1)
+    // A relay where the application provides one (this one does not: lint says so).
+    builder.provide(EmailOutboxKey.self, dependsOn: LoggerKey.self, JournalKey.self, MailRelayKey?.self) {
+        EmailOutbox(logger: $0, journal: $1, relay: $2)
     }
     builder.provide(SignupService.self, lifetime: .transient)
     // Each request scope is given the request it serves (`graph.makeScope(seeding:)`).
