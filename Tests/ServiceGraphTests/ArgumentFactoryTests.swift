@@ -4,6 +4,9 @@ import Testing
 
 private struct UserID: Sendable, Hashable { let raw: Int }
 
+/// The thread running the caller (a synchronous function: `Thread.current` is not read from async code).
+private func currentThread() -> ObjectIdentifier { ObjectIdentifier(Thread.current) }
+
 private final class Repository: Sendable {
     let name: String
     init(name: String) { self.name = name }
@@ -173,6 +176,25 @@ struct ArgumentFactoryTests {
         }
         let services = try JSONDecoder().decode(Dump.self, from: Data(graph.dump(.json).utf8)).services
         #expect(services.map(\.arguments) == [nil, ["UserID"], ["UserID", "String", "Int"], nil])
+        try await graph.shutdown()
+    }
+
+    @MainActor
+    @Test func aCallRunsOnTheCallersExecutor() async throws {
+        let threads = Locked<[ObjectIdentifier]>([])
+        var builder = ServiceGraph.Builder()
+        builder.provide(GreetingKey.self, arguments: Int.self) { value in
+            threads.withLock { $0.append(currentThread()) }
+            return "\(value)"
+        }
+        let graph = try await builder.build()
+        let greet = graph[ArgumentFactory<GreetingKey, Int>.self]
+        for value in 0..<3 {
+            let caller = currentThread()
+            #expect(try await greet(value) == "\(value)")
+            // Called from the main actor, the factory ran on the caller's thread: no hop and back.
+            #expect(threads.withLock { $0.last } == caller)
+        }
         try await graph.shutdown()
     }
 }

@@ -19,6 +19,10 @@ final class UserSession: Sendable {
 
 enum SignedInUserKey: ServiceKey { typealias Value = SignedInUser }
 enum UserSessionKey: ServiceKey { typealias Value = UserSession }
+/// A screen made per user: by an argument factory, and by a provider of a transient.
+enum UserScreenKey: ServiceKey { typealias Value = UserSession }
+enum ScreenOfTheDayKey: ServiceKey { typealias Value = UserSession }
+enum ProviderHolderKey: ServiceKey { typealias Value = Provider<ScreenOfTheDayKey> }
 
 /// Hand-wired sessions: the scope object holds the user it was made with and makes its session on
 /// first use, as the graph's scope does.
@@ -40,7 +44,7 @@ final class HandWiredSession {
     }
 }
 
-/// Seeded scopes against hand-wired code doing the same: reading the seed of an open scope
+/// Runtime values against hand-wired code doing the same: seeded scopes: reading the seed of an open scope
 /// (synchronously and with `await`), and a whole session: open a scope with the user, make its
 /// scoped service from it, close. The contenders of a row alternate their samples.
 @MainActor
@@ -91,6 +95,40 @@ func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
     let sessions = try await measureInterleaved(effort, sessionBodies())
     let globalSessions = try await Task.detached { try await measureInterleaved(effort, sessionBodies()) }.value
     try await graph.shutdown()
+
+    // A factory with arguments, and a provider of a transient, each called from a singleton's
+    // perspective, against calling the initializer by hand.
+    var factories = ServiceGraph.Builder()
+    factories.provide(LoggerKey.self) { Logger() }
+    factories.provide(UserScreenKey.self, arguments: SignedInUser.self, dependsOn: LoggerKey.self) { user, logger in
+        UserSession(user: user, logger: logger)
+    }
+    factories.provide(ScreenOfTheDayKey.self, lifetime: .transient, dependsOn: LoggerKey.self) { logger in
+        UserSession(user: SignedInUser(id: 0, name: "Ada"), logger: logger)
+    }
+    factories.provide(ProviderHolderKey.self, dependsOn: Provider<ScreenOfTheDayKey>.self) { $0 }
+    let factoryGraph = try await factories.build()
+    let makeScreen = factoryGraph[ArgumentFactory<UserScreenKey, SignedInUser>.self]
+    let screenOfTheDay = factoryGraph[ProviderHolderKey.self]
+    let factoryLogger = factoryGraph[LoggerKey.self]
+    let calls = try await measureInterleaved(
+        effort,
+        [
+            { n in
+                for index in 0..<n {
+                    blackHole(UserSession(user: SignedInUser(id: index, name: "Ada"), logger: factoryLogger))
+                }
+            },
+            { n in for index in 0..<n { blackHole(try await makeScreen(SignedInUser(id: index, name: "Ada"))) } },
+            { n in
+                for _ in 0..<n { blackHole(UserSession(user: SignedInUser(id: 0, name: "Ada"), logger: factoryLogger)) }
+            },
+            { n in for _ in 0..<n { blackHole(try screenOfTheDay.resolveSynchronously()) } },
+            { n in for _ in 0..<n { blackHole(try await screenOfTheDay()) } },
+        ]
+    )
+    try await factoryGraph.shutdown()
+
     let read = "seed read in scope"
     let session = "seeded scope: open, make a scoped service, close, main actor"
     let globalSession = "seeded scope: open, make a scoped service, close, global executor"
@@ -114,6 +152,26 @@ func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
             contender: "ServiceGraph",
             median: sessions[1],
             note: "\(String(format: sessions[1] / sessions[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(scenario: "argument factory call", contender: "hand-wired, the initializer", median: calls[0]),
+        AsyncRow(
+            scenario: "argument factory call",
+            contender: "ServiceGraph, try await makeScreen(user)",
+            median: calls[1],
+            note: "\(String(format: calls[1] / calls[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(scenario: "provider call", contender: "hand-wired, the initializer", median: calls[2]),
+        AsyncRow(
+            scenario: "provider call",
+            contender: "ServiceGraph, resolveSynchronously()",
+            median: calls[3],
+            note: "\(String(format: calls[3] / calls[2], digits: 2))x hand-wired"
+        ),
+        AsyncRow(
+            scenario: "provider call",
+            contender: "ServiceGraph, try await provider()",
+            median: calls[4],
+            note: "\(String(format: calls[4] / calls[2], digits: 2))x hand-wired"
         ),
         AsyncRow(scenario: globalSession, contender: "hand-wired", median: globalSessions[0]),
         AsyncRow(

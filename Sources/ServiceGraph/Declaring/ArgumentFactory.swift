@@ -17,8 +17,9 @@
 /// graph checks that the key a dependent names (product and argument types) is provided, as for any
 /// key. `ProfileKey` itself is not in the graph: asking for it is an error that names this key.
 public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: ServiceKey {
-    /// The function: each call makes a new value from its arguments.
-    public typealias Value = @Sendable (repeat each Argument) async throws -> Product.Value
+    /// The function: each call makes a new value from its arguments, on the caller's executor
+    /// (`nonisolated(nonsending)`: a call from the main actor does not hop to another thread and back).
+    public typealias Value = nonisolated(nonsending) @Sendable (repeat each Argument) async throws -> Product.Value
 
     private init() {}
 

@@ -16,7 +16,8 @@ extension ServiceGraph.Builder {
     ///   - dependencies: The keys whose values the function is made with.
     ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
     ///   - line: The line of the registration; the caller's line by default.
-    ///   - factory: Makes the value from the arguments, then the dependencies' values.
+    ///   - factory: Makes the value from the arguments, then the dependencies' values; runs on the
+    ///     caller's executor.
     @inlinable
     @inline(__always)
     public mutating func provide<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
@@ -26,7 +27,8 @@ extension ServiceGraph.Builder {
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        factory: @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1>.self,
@@ -54,7 +56,8 @@ extension ServiceGraph.Builder {
     ///   - dependencies: The keys whose values the function is made with.
     ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
     ///   - line: The line of the registration; the caller's line by default.
-    ///   - factory: Makes the value from the arguments, then the dependencies' values.
+    ///   - factory: Makes the value from the arguments, then the dependencies' values; runs on the
+    ///     caller's executor.
     @inlinable
     @inline(__always)
     public mutating func provide<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
@@ -65,7 +68,9 @@ extension ServiceGraph.Builder {
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        factory: @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws -> Key.Value
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1, A2>.self,
@@ -94,7 +99,8 @@ extension ServiceGraph.Builder {
     ///   - dependencies: The keys whose values the function is made with.
     ///   - fileID: Where the provider is registered, for errors and dumps; the caller's file by default.
     ///   - line: The line of the registration; the caller's line by default.
-    ///   - factory: Makes the value from the arguments, then the dependencies' values.
+    ///   - factory: Makes the value from the arguments, then the dependencies' values; runs on the
+    ///     caller's executor.
     @inlinable
     @inline(__always)
     public mutating func provide<
@@ -112,7 +118,9 @@ extension ServiceGraph.Builder {
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        factory: @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws -> Key.Value
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1, A2, A3>.self,
@@ -138,7 +146,8 @@ extension ServiceGraph.Builder {
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        factory: @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1>.self,
@@ -165,7 +174,9 @@ extension ServiceGraph.Builder {
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        factory: @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws -> Key.Value
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1, A2>.self,
@@ -199,7 +210,9 @@ extension ServiceGraph.Builder {
         dependsOn dependencies: repeat (each Dependency).Type,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        factory: @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws -> Key.Value
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1, A2, A3>.self,
