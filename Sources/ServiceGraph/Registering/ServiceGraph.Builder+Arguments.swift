@@ -1,7 +1,7 @@
 // Factories with arguments (assisted injection): `provide(_:arguments:dependsOn:factory:)` registers a
 // function under `ArgumentFactory<Key, Arguments...>` that takes the caller's arguments and the values
 // of its dependencies. One overload per number of arguments (1 to 3), each with a parameter pack of
-// dependencies: a closure type cannot hold two packs.
+// dependencies: a closure type cannot hold two packs. `provide` and `override` share one body per arity.
 
 extension ServiceGraph.Builder {
     /// Provides `key` made with 1 argument the caller supplies as well as the values of
@@ -30,17 +30,16 @@ extension ServiceGraph.Builder {
         factory:
             nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        _addProvider(
-            ArgumentFactory<Key, A1>.self,
+        _addArgumentFactory(
+            key,
+            arguments: (A1).self,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: false
-        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
-            let captured = (repeat each values)
-            return { a1 in try await factory(a1, repeat each captured) }
-        }
+            isOverride: false,
+            factory: factory
+        )
     }
 
     /// Provides `key` made with 2 arguments the caller supplies as well as the values of
@@ -72,17 +71,16 @@ extension ServiceGraph.Builder {
             nonisolated(nonsending) @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws ->
             Key.Value
     ) {
-        _addProvider(
-            ArgumentFactory<Key, A1, A2>.self,
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2).self,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: false
-        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
-            let captured = (repeat each values)
-            return { a1, a2 in try await factory(a1, a2, repeat each captured) }
-        }
+            isOverride: false,
+            factory: factory
+        )
     }
 
     /// Provides `key` made with 3 arguments the caller supplies as well as the values of
@@ -122,21 +120,20 @@ extension ServiceGraph.Builder {
             nonisolated(nonsending) @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws ->
             Key.Value
     ) {
-        _addProvider(
-            ArgumentFactory<Key, A1, A2, A3>.self,
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2, A3).self,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: false
-        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
-            let captured = (repeat each values)
-            return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
-        }
+            isOverride: false,
+            factory: factory
+        )
     }
 
-    /// Replaces the argument factory of `key` (the ``ArgumentFactory`` of 1 argument); see
-    /// `provide(_:lifetime:arguments:dependsOn:fileID:line:factory:)`.
+    /// Replaces the factory of `key` with 1 argument (its ``ArgumentFactory``); see `provide`, and
+    /// `override(_:lifetime:dependsOn:fileID:line:factory:)` for how an override replaces a provider.
     @inlinable
     @inline(__always)
     public mutating func override<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
@@ -149,21 +146,20 @@ extension ServiceGraph.Builder {
         factory:
             nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        _addProvider(
-            ArgumentFactory<Key, A1>.self,
+        _addArgumentFactory(
+            key,
+            arguments: (A1).self,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: true
-        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
-            let captured = (repeat each values)
-            return { a1 in try await factory(a1, repeat each captured) }
-        }
+            isOverride: true,
+            factory: factory
+        )
     }
 
-    /// Replaces the argument factory of `key` (the ``ArgumentFactory`` of 2 arguments); see
-    /// `provide(_:lifetime:arguments:dependsOn:fileID:line:factory:)`.
+    /// Replaces the factory of `key` with 2 arguments (its ``ArgumentFactory``); see `provide`, and
+    /// `override(_:lifetime:dependsOn:fileID:line:factory:)` for how an override replaces a provider.
     @inlinable
     @inline(__always)
     public mutating func override<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
@@ -178,21 +174,20 @@ extension ServiceGraph.Builder {
             nonisolated(nonsending) @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws ->
             Key.Value
     ) {
-        _addProvider(
-            ArgumentFactory<Key, A1, A2>.self,
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2).self,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: true
-        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
-            let captured = (repeat each values)
-            return { a1, a2 in try await factory(a1, a2, repeat each captured) }
-        }
+            isOverride: true,
+            factory: factory
+        )
     }
 
-    /// Replaces the argument factory of `key` (the ``ArgumentFactory`` of 3 arguments); see
-    /// `provide(_:lifetime:arguments:dependsOn:fileID:line:factory:)`.
+    /// Replaces the factory of `key` with 3 arguments (its ``ArgumentFactory``); see `provide`, and
+    /// `override(_:lifetime:dependsOn:fileID:line:factory:)` for how an override replaces a provider.
     @inlinable
     @inline(__always)
     public mutating func override<
@@ -214,13 +209,104 @@ extension ServiceGraph.Builder {
             nonisolated(nonsending) @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws ->
             Key.Value
     ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2, A3).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true,
+            factory: factory
+        )
+    }
+
+    /// Adds the function of a factory with 1 argument under `ArgumentFactory<Key, A1>`: it is
+    /// made from the dependencies' values, which it keeps, and makes a value per call.
+    @inlinable
+    @inline(__always)
+    mutating func _addArgumentFactory<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        arguments: (A1).Type,
+        lifetime: Lifetime?,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
+            let captured = (repeat each values)
+            return { a1 in try await factory(a1, repeat each captured) }
+        }
+    }
+
+    /// Adds the function of a factory with 2 arguments under `ArgumentFactory<Key, A1, A2>`: it is
+    /// made from the dependencies' values, which it keeps, and makes a value per call.
+    @inlinable
+    @inline(__always)
+    mutating func _addArgumentFactory<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        arguments: (A1, A2).Type,
+        lifetime: Lifetime?,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, A2, repeat (each Dependency).Value) async throws ->
+            Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
+            let captured = (repeat each values)
+            return { a1, a2 in try await factory(a1, a2, repeat each captured) }
+        }
+    }
+
+    /// Adds the function of a factory with 3 arguments under `ArgumentFactory<Key, A1, A2, A3>`: it is
+    /// made from the dependencies' values, which it keeps, and makes a value per call.
+    @inlinable
+    @inline(__always)
+    mutating func _addArgumentFactory<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        A3: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        arguments: (A1, A2, A3).Type,
+        lifetime: Lifetime?,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        factory:
+            nonisolated(nonsending) @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) async throws ->
+            Key.Value
+    ) {
         _addProvider(
             ArgumentFactory<Key, A1, A2, A3>.self,
             lifetime: lifetime,
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: true
+            isOverride: isOverride
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
             let captured = (repeat each values)
             return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
