@@ -171,4 +171,54 @@ struct ProviderDependencyTests {
         #expect(json.services[3].dependencyKinds == ["provider", "provider"])
         try await graph.shutdown()
     }
+
+    @Test func aSingletonMayCallItsProviderWhileTheGraphIsBuilt() async throws {
+        // The transient behind the provider needs an async singleton: the holder starts after it, so its
+        // factory and its didAdd may call the provider.
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(SettingsKey.self) { () async throws -> String in
+            try await Task.sleep(for: .milliseconds(50))
+            return "slow"
+        }
+        builder.provide(RequestHandlerKey.self, lifetime: .transient, dependsOn: SettingsKey.self) {
+            Handler(id: 0, config: $0)
+        }
+        builder.provide(SummaryKey.self, dependsOn: Provider<RequestHandlerKey>.self) { makeHandler in
+            "warmed up with \(try await makeHandler().config)"
+        }
+        builder.provide(RoundTripKey.self, dependsOn: Provider<RequestHandlerKey>.self) { makeHandler in
+            log.record("made")
+            return "starter"
+        }
+        let graph = try await builder.build()
+        #expect(graph[SummaryKey.self] == "warmed up with slow")
+        try await graph.shutdown()
+    }
+
+    @Test func aSingletonsProviderOfATransientThatNeedsAScopeIsCaptive() throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(UserSessionKey.self, lifetime: .scoped) { Handler(id: 0, config: "") }
+        builder.provide(RequestHandlerKey.self, lifetime: .transient, dependsOn: UserSessionKey.self) { $0 }
+        builder.provide(SummaryKey.self, dependsOn: Provider<RequestHandlerKey>.self) { _ in "" }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.captiveDependency])
+        #expect(
+            error.problems[0].message
+                == "captive dependency: SummaryKey (singleton) depends on a provider of RequestHandlerKey (transient, which needs a scoped service), which would resolve it outside any scope"
+        )
+    }
+
+    @Test func aWrapperOfAWrapperIsRefused() throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(RequestHandlerKey.self, lifetime: .transient) { Handler(id: 0, config: "") }
+        builder.provide(SummaryKey.self, dependsOn: Provider<RequestHandlerKey>?.self) { _ in "" }
+        builder.provide(RoundTripKey.self, dependsOn: Provider<RequestHandlerKey?>.self) { _ in "" }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.invalidKey, .invalidKey])
+        #expect(Set(error.problems.map(\.key)) == ["SummaryKey", "RoundTripKey"])
+        #expect(
+            error.problems.allSatisfy { $0.message.contains("only a plain key can be optional or behind a provider") }
+        )
+    }
 }

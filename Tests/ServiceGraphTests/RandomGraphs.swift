@@ -174,11 +174,19 @@ struct RandomGraph: CustomStringConvertible {
         }
         var providers = Array(repeating: Set<Int>(), count: count)
         if withProviders {
-            for index in 1..<max(count, 1) where !seeds.contains(index) && dependencies[index].count < 3 {
+            // Whether each service needs a scope (scoped, or depending on one), in index order: every
+            // dependency, a provider's too, comes before its dependent.
+            var needsScope = Array(repeating: false, count: count)
+            for index in 0..<count {
+                needsScope[index] =
+                    lifetimes[index] == .scoped || dependencies[index].contains { $0 < count && needsScope[$0] }
+                guard index > 0, !seeds.contains(index), dependencies[index].count < 3 else { continue }
                 guard Int.random(in: 0..<3, using: &random) == 0 else { continue }
-                // Any earlier key a provider may reach: a singleton's provider of a transient too.
+                // Any earlier key a provider may reach: a singleton's provider of a transient too, unless
+                // it needs a scope.
                 let target = Int.random(in: 0..<index, using: &random)
-                guard lifetimes[index] != .singleton || lifetimes[target] != .scoped else { continue }
+                guard lifetimes[index] != .singleton || !needsScope[target] else { continue }
+                needsScope[index] = needsScope[index] || needsScope[target]
                 providers[index].insert(dependencies[index].count)
                 dependencies[index].append(target)
             }
@@ -286,6 +294,7 @@ struct ReferenceValidation {
     init(_ graph: RandomGraph) {
         let name = GeneratedKeys.name
         duplicates = graph.duplicated.map(name)
+        var singletonProviders: [(holder: Int, target: Int)] = []
         for index in 0..<graph.count {
             for (position, target) in graph.dependencies[index].enumerated() {
                 if target >= graph.count && graph.isOptional(index, position) {
@@ -293,11 +302,9 @@ struct ReferenceValidation {
                 } else if target >= graph.count {
                     missing.append(Pair(first: name(index), second: name(target)))
                 } else if graph.isProvider(index, position) {
-                    // A provider holds no instance: only a singleton's provider of a scoped service is
-                    // captive.
-                    if graph.lifetimes[index] == .singleton && graph.lifetimes[target] == .scoped {
-                        captive.append(Pair(first: name(index), second: name(target)))
-                    }
+                    // A provider holds no instance: only a singleton's provider of a service that needs a
+                    // scope is captive (decided below, once reachability is known).
+                    if graph.lifetimes[index] == .singleton { singletonProviders.append((index, target)) }
                 } else if !graph.lifetimes[index].referenceMayDepend(on: graph.lifetimes[target]) {
                     captive.append(Pair(first: name(index), second: name(target)))
                 }
@@ -319,6 +326,16 @@ struct ReferenceValidation {
             let group = Set((0..<graph.count).filter { reach[start][$0] && reach[$0][start] })
             for member in group { grouped[member] = true }
             cycleGroups.append(group)
+        }
+        // A service needs a scope when it, or anything it reaches, is scoped; one on a cycle, or reaching
+        // one, is left to the cycle's report and counts as not needing one.
+        func needsScope(_ service: Int) -> Bool {
+            let reached = (0..<graph.count).filter { reach[service][$0] }
+            if grouped[service] || reached.contains(where: { grouped[$0] }) { return false }
+            return graph.lifetimes[service] == .scoped || reached.contains { graph.lifetimes[$0] == .scoped }
+        }
+        for (holder, target) in singletonProviders where graph.lifetimes[target] == .scoped || needsScope(target) {
+            captive.append(Pair(first: name(holder), second: name(target)))
         }
     }
 }

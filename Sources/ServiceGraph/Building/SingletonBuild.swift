@@ -240,11 +240,19 @@ struct SingletonBuild {
     private mutating func startCountingDown() {
         guard countdown == nil else { return }
         let (core, lifetimes) = (self.core, plan.lifetimes)
-        // A service the build does not make (a transient or scoped one, which a singleton reaches only
-        // through a provider) is never waited for.
-        let countdown = Topology.Countdown(plan.edges) {
-            lifetimes[$0] != .singleton || core.buffers.singletonBox(at: $0) != nil
-        }
+        // A singleton reaches a service the build does not make (a transient or scoped one) only through
+        // a provider: such a service is passed through, so that the singleton still starts after the
+        // singletons the provider's chain needs (its factory or `didAdd` may call the provider).
+        let hasProviders = plan.edgeKinds?.contains(.provider) ?? false
+        let countdown =
+            hasProviders
+            ? Topology.Countdown(
+                plan.edges,
+                order: plan.order,
+                finished: { core.buffers.singletonBox(at: $0) != nil },
+                passThrough: lifetimes.map { $0 != .singleton }
+            )
+            : Topology.Countdown(plan.edges) { core.buffers.singletonBox(at: $0) != nil }
         for slot in plan.order[nextInOrder...] where lifetimes[slot] == .singleton && countdown.isReady(slot) {
             ready.append(slot)
         }

@@ -83,6 +83,7 @@ enum Topology {
         /// and is not waited for).
         init(_ edges: Edges, finished isFinished: (Int) -> Bool) {
             dependents = edges.dependents
+            passThrough = nil
             waiting = (0..<edges.count).map { node in
                 var count: Int32 = 0
                 edges.forEachDependency(of: node) { dependency in
@@ -91,6 +92,30 @@ enum Topology {
                 return count
             }
         }
+
+        /// A countdown where the nodes `passThrough` marks are never finished by the caller: each
+        /// finishes by itself once its own dependencies have (a transient between a singleton's provider
+        /// and the singletons it needs, so that the singleton starts after them). `order` is a
+        /// topological order of the nodes.
+        init(_ edges: Edges, order: [Int], finished isFinished: (Int) -> Bool, passThrough: [Bool]) {
+            dependents = edges.dependents
+            self.passThrough = passThrough
+            var waiting = [Int32](repeating: 0, count: edges.count)
+            var done = [Bool](repeating: false, count: edges.count)
+            for node in order {
+                var count: Int32 = 0
+                edges.forEachDependency(of: node) { dependency in
+                    if dependency >= 0 && !done[dependency] { count += 1 }
+                }
+                waiting[node] = count
+                done[node] = passThrough[node] ? count == 0 : isFinished(node)
+            }
+            self.waiting = waiting
+        }
+
+        /// Per node, whether it finishes by itself (see ``init(_:order:finished:passThrough:)``); nil
+        /// when every node is finished by the caller.
+        private let passThrough: [Bool]?
 
         /// Whether `node` has no unfinished dependency.
         func isReady(_ node: Int) -> Bool { waiting[node] == 0 }
@@ -103,11 +128,29 @@ enum Topology {
             where isWanted: (Int) -> Bool = { _ in true }
         ) {
             let dependents = self.dependents
-            // One uniqueness check per node, not one per edge.
+            guard let passThrough else {
+                // One uniqueness check per node, not one per edge.
+                waiting.withUnsafeMutableBufferPointer { waiting in
+                    dependents.forEach(of: node) { dependent in
+                        waiting[dependent] -= 1
+                        if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
+                    }
+                }
+                return
+            }
+            // A node that finishes by itself passes its finish on to its own dependents.
+            var finished = [node]
             waiting.withUnsafeMutableBufferPointer { waiting in
-                dependents.forEach(of: node) { dependent in
-                    waiting[dependent] -= 1
-                    if waiting[dependent] == 0 && isWanted(dependent) { ready.append(dependent) }
+                while let next = finished.popLast() {
+                    dependents.forEach(of: next) { dependent in
+                        waiting[dependent] -= 1
+                        guard waiting[dependent] == 0 else { return }
+                        if passThrough[dependent] {
+                            finished.append(dependent)
+                        } else if isWanted(dependent) {
+                            ready.append(dependent)
+                        }
+                    }
                 }
             }
         }

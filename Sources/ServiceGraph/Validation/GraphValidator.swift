@@ -24,7 +24,8 @@ struct GraphValidator {
 
     func findings() -> Findings {
         Findings(
-            problems: registrationProblems() + wrapperKeys() + missingProviders() + cycles() + captiveDependencies(),
+            problems: registrationProblems() + wrapperKeys() + optionalWrappers() + missingProviders() + cycles()
+                + captiveDependencies(),
             unusedProviders: unusedProviders()
         )
     }
@@ -109,6 +110,27 @@ struct GraphValidator {
         }
     }
 
+    /// The problem of a dependency of `slot` that wraps a wrapper (`Provider<Key>?`, `Provider<Key?>`):
+    /// only a plain key can be optional, or provided.
+    private func nestedWrapper(_ wrapped: String, in slot: Int) -> ServiceGraphError.Problem {
+        let name = plan.name(slot)
+        return .init(
+            .invalidKey,
+            key: name,
+            path: plan.pathFromRoot(to: slot),
+            site: plan.providers[slot].site.site,
+            message: "\(name) depends on a wrapper of \(wrapped), which is no key: only a plain key can be "
+                + "optional or behind a provider"
+        )
+    }
+
+    /// Optional dependencies on a wrapper (`Provider<Key>?`): never provided, so always nil, silently.
+    private func optionalWrappers() -> [ServiceGraphError.Problem] {
+        plan.absentOptionals.compactMap { slot, key in
+            key._dependencyKind == .direct ? nil : nestedWrapper(key.serviceName, in: slot)
+        }
+    }
+
     private func missingProviders() -> [ServiceGraphError.Problem] {
         guard plan.missingEdgeCount > 0 else { return [] }
         var byValueType: [ObjectIdentifier: [Int]] = [:]
@@ -126,6 +148,11 @@ struct GraphValidator {
                 }
                 let missingKey = plan.edgeKey(of: slot, at: position)
                 let missingName = plan.name(ofMissing: missingKey)
+                // A wrapper of a wrapper (`Provider<Key?>`) names no key at all.
+                if missingKey._dependencyKind != .direct {
+                    problems.append(nestedWrapper(missingName, in: slot))
+                    continue
+                }
                 var message = "\(missingName) has no provider; \(plan.name(slot)) requires it"
                 // A key made with arguments is in the graph as its function.
                 if factoriesByProduct == nil {
@@ -200,6 +227,20 @@ struct GraphValidator {
         }
     }
 
+    /// Per service, whether resolving it needs a scope: scoped, or depending (through any edge) on a
+    /// service that is. Services on a cycle, reported apart, count as not needing one.
+    private func servicesNeedingScope() -> [Bool] {
+        var needsScope = Array(repeating: false, count: plan.count)
+        for slot in plan.order {
+            var needs = plan.lifetimes[slot] == .scoped
+            plan.edges.forEachDependency(of: slot) { dependency in
+                if dependency >= 0 && needsScope[dependency] { needs = true }
+            }
+            needsScope[slot] = needs
+        }
+        return needsScope
+    }
+
     /// The cycle's names joined by arrows, each step through a provider marked: a cycle through one is
     /// still reported, as the provider's first call would come back to its holder.
     private func describeCycle(_ slots: [Int]) -> String {
@@ -259,13 +300,18 @@ struct GraphValidator {
         let lifetimes = plan.lifetimes
         var captives: [(slot: Int, dependency: Int, kind: _DependencyKind)] = []
         let edgeKinds = plan.edgeKinds
+        // A singleton's provider of a transient that needs a scope further down would resolve it
+        // outside any scope: made only where a graph has providers.
+        let needsScope = edgeKinds?.contains(.provider) == true ? servicesNeedingScope() : nil
         for slot in lifetimes.indices {
             var position = plan.edges.firstEdge(of: slot)
             plan.edges.forEachDependency(of: slot) { dependency in
                 defer { position += 1 }
                 guard dependency != GraphPlan.missing else { return }
                 let kind = edgeKinds?[position] ?? .direct
-                if !lifetimes[slot].mayDepend(on: lifetimes[dependency], through: kind) {
+                if !lifetimes[slot].mayDepend(on: lifetimes[dependency], through: kind)
+                    || kind == .provider && lifetimes[slot] == .singleton && needsScope?[dependency] == true
+                {
                     captives.append((slot, dependency, kind))
                 }
             }
@@ -280,7 +326,7 @@ struct GraphValidator {
                     path: plan.pathFromRoot(to: slot) + [plan.name(dependency)],
                     site: provider.site.site,
                     message: kind == .provider
-                        ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on a provider of \(plan.name(dependency)) (\(captive.lifetime)), which would resolve it outside any scope"
+                        ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on a provider of \(plan.name(dependency)) (\(captive.lifetime)\(captive.lifetime == .scoped ? "" : ", which needs a scoped service")), which would resolve it outside any scope"
                         : captive.isSeed
                             ? "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (a seed, given to each scope), which a \(provider.lifetime) would keep alive past its scope"
                             : "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
