@@ -197,4 +197,16 @@ struct OptionalDependencyTests {
         }
         try await graph.shutdown()
     }
+
+    @Test func overridingAnOptionalWrapperIsRefusedAsAWrapper() throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(MetricsKey.self) { 1 }
+        builder.override(MetricsKey?.self) { 2 }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.invalidKey])
+        #expect(
+            error.problems[0].message
+                == "MetricsKey? is an optional dependency of MetricsKey, not a key: provide MetricsKey itself"
+        )
+    }
 }

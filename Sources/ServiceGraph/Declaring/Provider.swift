@@ -37,7 +37,8 @@ public struct Provider<Key: ServiceKey>: ServiceKey, Sendable {
     }
 
     /// Resolves the key without suspending, where its chain allows (see
-    /// ``ServiceGraph/resolveSynchronously(_:)``).
+    /// ``ServiceGraph/resolveSynchronously(_:)`` and ``ServiceScope/resolveSynchronously(_:)``: a scoped
+    /// service that is not a seed always needs `await`, created or not).
     public func resolveSynchronously() throws -> Key.Value {
         try handle.resolveSynchronously(Key.self)
     }

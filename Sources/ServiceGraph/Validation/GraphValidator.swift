@@ -52,7 +52,11 @@ struct GraphValidator {
             )
         }
         let unknownOverrides = plan.unknownOverrides.map { override in
-            ServiceGraphError.Problem(
+            // Overriding a wrapper (`Key?`) is the wrapper's problem, not a missing key's.
+            guard !override.isWrapperKey else {
+                return wrapperKeyProblem(override.key, named: override.name, at: override.site.site)
+            }
+            return ServiceGraphError.Problem(
                 .overrideOfUnknownKey,
                 key: override.name,
                 site: override.site.site,
@@ -97,15 +101,10 @@ struct GraphValidator {
     private func wrapperKeys() -> [ServiceGraphError.Problem] {
         plan.providers.indices.compactMap { slot in
             guard plan.providers[slot].isWrapperKey else { return nil }
-            let key = plan.providers[slot].key
-            let name = plan.name(slot)
-            let wrapped = key._dependencyTarget.serviceName
-            return .init(
-                .invalidKey,
-                key: name,
-                site: plan.providers[slot].site.site,
-                message:
-                    "\(name) is \(key._dependencyKind == .provider ? "a provider" : "an optional dependency") of \(wrapped), not a key: provide \(wrapped) itself"
+            return wrapperKeyProblem(
+                plan.providers[slot].key,
+                named: plan.name(slot),
+                at: plan.providers[slot].site.site
             )
         }
     }
@@ -129,6 +128,22 @@ struct GraphValidator {
         plan.absentOptionals.compactMap { slot, key in
             key._dependencyKind == .direct ? nil : nestedWrapper(key.serviceName, in: slot)
         }
+    }
+
+    /// The problem of a wrapper (`Key?`, `Provider<Key>`) provided or overridden as if it were a key.
+    private func wrapperKeyProblem(
+        _ key: any ServiceKey.Type,
+        named name: String,
+        at site: RegistrationSite
+    ) -> ServiceGraphError.Problem {
+        let wrapped = key._dependencyTarget.serviceName
+        let what = key._dependencyKind == .provider ? "a provider" : "an optional dependency"
+        return .init(
+            .invalidKey,
+            key: name,
+            site: site,
+            message: "\(name) is \(what) of \(wrapped), not a key: provide \(wrapped) itself"
+        )
     }
 
     private func missingProviders() -> [ServiceGraphError.Problem] {
