@@ -48,7 +48,7 @@ extension _GraphCore {
         let reason =
             lifetime(of: slot) == .scoped
             ? "it is scoped, and creating a scoped instance may suspend"
-            : needsScope[slot]
+            : needsScope(slot)
                 ? "it depends on a scoped service"
                 : "its factory, or the factory of one of its dependencies, is async"
         return .init(
@@ -110,7 +110,7 @@ extension _GraphCore {
 
     @usableFromInline
     func cannotResolveSynchronouslyError(_ slot: Int) -> ServiceGraphError {
-        ServiceGraphError(needsScope[slot] ? scopeRequired(slot) : requiresAwait(slot))
+        ServiceGraphError(needsScope(slot) ? scopeRequired(slot) : requiresAwait(slot))
     }
 
     /// The error for a service a scope cannot resolve without suspending: a scoped service, or one that

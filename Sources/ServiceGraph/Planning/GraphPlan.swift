@@ -20,6 +20,8 @@ struct GraphPlan: Sendable {
     let duplicates: [(first: Registration, again: Registration)]
     /// Overrides of keys that were never provided, in registration order. Validation reports them.
     let unknownOverrides: [Registration]
+    /// Whether a provider's key is a wrapper (`Key?`), which validation refuses.
+    let hasWrapperKeys: Bool
     /// The kind of each edge, parallel to the edges' targets; nil when every edge is direct (most graphs).
     let edgeKinds: [_DependencyKind]?
     /// The optional dependencies on keys the graph does not provide, as (dependent slot, key), in slot
@@ -89,10 +91,15 @@ struct GraphPlan: Sendable {
         var lifetimes: [Lifetime] = []
         lifetimes.reserveCapacity(providers.count)
         var edgeCount = 0
+        // Most graphs have no wrapper at all: then no registration is asked about one.
+        let mayHaveWrappers = registrations.mayHaveWrappers
+        var hasWrapperKeys = false
         for slot in providers.indices {
             lifetimes.append(providers[slot].lifetime)
             edgeCount += providers[slot].dependencies.count
+            if mayHaveWrappers { hasWrapperKeys = hasWrapperKeys || providers[slot].isWrapperKey }
         }
+        self.hasWrapperKeys = hasWrapperKeys
         var dependencyStart: [Int32] = []
         dependencyStart.reserveCapacity(providers.count + 1)
         var dependencyTargets: [Int32] = []
@@ -102,9 +109,18 @@ struct GraphPlan: Sendable {
         var absentOptionals: [(slot: Int, key: any ServiceKey.Type)] = []
         for slot in providers.indices {
             dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
-            if edgeKinds == nil, providers[slot].dependencies.hasWrappers {
+            if mayHaveWrappers, edgeKinds == nil, providers[slot].dependencies.hasWrappers {
                 // The first wrapper: every edge so far was direct.
                 edgeKinds = Array(repeating: .direct, count: dependencyTargets.count)
+            }
+            guard edgeKinds != nil else {
+                // Every edge so far direct, this provider's too: nothing to count but missing keys.
+                providers[slot].dependencies.forEachEdge { identity, _ in
+                    let target = table.slot(for: identity) ?? Self.missing
+                    if target == Self.missing { missingEdgeCount += 1 }
+                    dependencyTargets.append(Int32(truncatingIfNeeded: target))
+                }
+                continue
             }
             var position = 0
             providers[slot].dependencies.forEachEdge { identity, kind in

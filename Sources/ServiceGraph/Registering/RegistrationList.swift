@@ -18,6 +18,10 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
 
     private var chunks: [[Registration]] = []
     private(set) var count = 0
+    /// Whether a registration appended (or written) here has a wrapper: an optional or provider
+    /// dependency, or a wrapper as its key. Never reset, so a superset: a plan of a list without any
+    /// skips the per-edge kinds altogether.
+    private(set) var mayHaveWrappers = false
 
     init() {}
 
@@ -37,10 +41,13 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
         _modify {
             precondition(position >= 0 && position < count, "registration index out of range")
             yield &chunks[position &>> Self.chunkShift][position & Self.chunkMask]
+            let written = chunks[position &>> Self.chunkShift][position & Self.chunkMask]
+            mayHaveWrappers = mayHaveWrappers || written.isWrapperKey || written.dependencies.hasWrappers
         }
     }
 
     mutating func append(_ registration: consuming Registration) {
+        mayHaveWrappers = mayHaveWrappers || registration.isWrapperKey || registration.dependencies.hasWrappers
         if count & Self.chunkMask == 0 {
             // The first chunk grows as an array does (most graphs are small); the next ones are for
             // graphs already past a chunk, and take a whole one at once.

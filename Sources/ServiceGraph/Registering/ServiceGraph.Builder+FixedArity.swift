@@ -31,6 +31,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: _AnyFactory(
                 Key.Value.self,
                 makeSynchronously: { resolver, address in
@@ -59,6 +60,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: _AnyFactory(
                 Key.Value.self,
                 makeSynchronously: { resolver, address in
@@ -88,6 +90,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: _AnyFactory(
                 Key.Value.self,
                 makeSynchronously: { resolver, address in
@@ -121,6 +124,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: _AnyFactory(
                 Key.Value.self,
                 makeSynchronously: { resolver, address in
@@ -159,6 +163,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: false,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: _AnyFactory(
                 Key.Value.self,
                 makeSynchronously: { resolver, address in

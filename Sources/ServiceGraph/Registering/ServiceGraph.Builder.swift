@@ -187,6 +187,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: erased
         )
     }
@@ -218,6 +219,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            isWrapperKey: Key._dependencyKind != .direct,
             factory: erased
         )
     }
@@ -240,6 +242,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
+        isWrapperKey: Bool,
         factory: consuming _AnyFactory
     ) {
         var registration = Registration(
@@ -251,7 +254,8 @@ extension ServiceGraph.Builder {
             isOverride: isOverride
         )
         registration.inheritsLifetime = lifetime == nil
-        registration.isWrapperKey = Key._dependencyKind != .direct
+        // Decided where `provide` is inlined, where the key's type is known: a constant there.
+        registration.isWrapperKey = isWrapperKey
         registrations.append(consume registration)
     }
 }

@@ -99,7 +99,8 @@ struct GraphValidator {
     /// Providers whose key is a wrapper (`AnalyticsKey?`): a wrapper names how a provider depends on a
     /// key, and is no key of its own.
     private func wrapperKeys() -> [ServiceGraphError.Problem] {
-        plan.providers.indices.compactMap { slot in
+        guard plan.hasWrapperKeys else { return [] }
+        return plan.providers.indices.compactMap { slot in
             guard plan.providers[slot].isWrapperKey else { return nil }
             return wrapperKeyProblem(
                 plan.providers[slot].key,
@@ -318,7 +319,15 @@ struct GraphValidator {
         // A singleton's provider of a transient that needs a scope further down would resolve it
         // outside any scope: made only where a graph has providers.
         let needsScope = edgeKinds?.contains(.provider) == true ? servicesNeedingScope() : nil
-        for slot in lifetimes.indices {
+        for slot in lifetimes.indices where edgeKinds == nil {
+            // Every edge direct (most graphs): the lifetimes alone decide.
+            plan.edges.forEachDependency(of: slot) { dependency in
+                if dependency != GraphPlan.missing, !lifetimes[slot].mayDepend(on: lifetimes[dependency]) {
+                    captives.append((slot, dependency, .direct))
+                }
+            }
+        }
+        for slot in lifetimes.indices where edgeKinds != nil {
             var position = plan.edges.firstEdge(of: slot)
             plan.edges.forEachDependency(of: slot) { dependency in
                 defer { position += 1 }

@@ -26,8 +26,6 @@ final class _GraphCore: @unchecked Sendable {
     let keyNames: KeyNames
     /// The distinct `#fileID`s of the registrations (``ServiceRecord/fileIndex``).
     let files: [StaticString]
-    /// Per slot: whether it depends (transitively) on a scoped service.
-    let needsScope: [Bool]
     /// The slots of the seeds, in slot order: the values every scope must be given.
     let seedSlots: [Int]
     /// The slots of seeds a provider replaced, in order: a value a scope is given for one is ignored.
@@ -147,18 +145,13 @@ final class _GraphCore: @unchecked Sendable {
         self.keyNames = KeyNames { identities.keys }
         self.files = files
         let traits = ResolutionTraits(plan)
-        self.needsScope = traits.needsScope
         creationSlots.reserveCapacity(count)
 
         // Safety (all buffers): allocated and fully initialized here, freed in `deinit`.
         self.keyBuckets = .allocate(capacity: plan.table.buckets.count)
         _ = keyBuckets.initialize(from: plan.table.buckets)
         self.keyShift = plan.table.shift
-        self.buffers = _Buffers(
-            plan,
-            resolvesSynchronously: traits.resolvesSynchronously,
-            inScope: traits.resolvesSynchronouslyInScope
-        )
+        self.buffers = _Buffers(plan, resolutionFlags: traits.flags)
         self.singletonProviders = plan.providers
     }
 
@@ -199,6 +192,13 @@ final class _GraphCore: @unchecked Sendable {
     func resolvesSynchronously(_ slot: Int) -> Bool {
         buffers.checkSlot(slot)
         return buffers.resolutionFlags[slot] & _Buffers.resolvesSynchronouslyFlag != 0
+    }
+
+    /// Whether resolving the service at `slot` needs a scope: scoped, or depending on a scoped service
+    /// (see ``ResolutionTraits``).
+    func needsScope(_ slot: Int) -> Bool {
+        buffers.checkSlot(slot)
+        return buffers.resolutionFlags[slot] & _Buffers.needsScopeFlag != 0
     }
 
     /// Whether the service at `slot` can be resolved from a scope without suspending: as
@@ -340,17 +340,20 @@ extension _GraphCore {
         /// ``ResolutionTraits``): one byte of flags.
         @usableFromInline
         let resolutionFlags: UnsafeMutablePointer<UInt8>
+        // The bits of ``ResolutionTraits``, spelled here for the inlined resolve path.
         @inlinable
         static var resolvesSynchronouslyFlag: UInt8 { 1 }
         @inlinable
         static var resolvesSynchronouslyInScopeFlag: UInt8 { 2 }
+        @inlinable
+        static var needsScopeFlag: UInt8 { 4 }
         /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
         @usableFromInline
         let dependencyStart: UnsafeMutablePointer<Int32>
         @usableFromInline
         let dependencySlots: UnsafeMutablePointer<Int32>
 
-        init(_ plan: GraphPlan, resolvesSynchronously: [Bool], inScope: [Bool]) {
+        init(_ plan: GraphPlan, resolutionFlags flags: [UInt8]) {
             let count = plan.count
             slotCount = count
             // Safety: every buffer has room for at least one element and is fully initialized here.
@@ -367,12 +370,7 @@ extension _GraphCore {
             lifetimes = .allocate(capacity: max(count, 1))
             lifetimes.initialize(from: plan.lifetimes, count: count)
             resolutionFlags = .allocate(capacity: max(count, 1))
-            for slot in 0..<count {
-                (resolutionFlags + slot).initialize(
-                    to: (resolvesSynchronously[slot] ? Self.resolvesSynchronouslyFlag : 0)
-                        | (inScope[slot] ? Self.resolvesSynchronouslyInScopeFlag : 0)
-                )
-            }
+            resolutionFlags.initialize(from: flags, count: count)
             dependencyStart = .allocate(capacity: count + 1)
             dependencySlots = .allocate(capacity: max(plan.edges.edgeCount, 1))
             var edge = 0
