@@ -19,6 +19,12 @@ struct ResolutionTraits {
         let edges = plan.edges
         let edgeKinds = plan.edgeKinds
         let providers = plan.providers
+        // An empty graph has no flags: an array made with no capacity this way writes its count into
+        // the shared empty-array storage, a data race with every reader of an empty array.
+        guard plan.count > 0 else {
+            flags = []
+            return
+        }
         // One pass in dependency order over a raw buffer: no uniqueness check per write.
         flags = [UInt8](unsafeUninitializedCapacity: plan.count) { flags, initialized in
             flags.initialize(repeating: 0)
