@@ -218,7 +218,9 @@ struct ProviderDependencyTests {
         #expect(error.codes == [.invalidKey, .invalidKey])
         #expect(Set(error.problems.map(\.key)) == ["SummaryKey", "RoundTripKey"])
         #expect(
-            error.problems.allSatisfy { $0.message.contains("only a plain key can be optional or behind a provider") }
+            error.problems.allSatisfy {
+                $0.message.contains("only a plain key can be optional, lazy or behind a provider")
+            }
         )
     }
 }

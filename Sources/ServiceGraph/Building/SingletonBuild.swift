@@ -173,6 +173,7 @@ struct SingletonBuild {
         // nothing).
         let (providers, order, core) = (plan.providers, plan.order, self.core)
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service
+        let deferred = plan.deferred
         var lap = clock.now
         var isCancelled = Task.isCancelled
         while problems.isEmpty, !isCancelled {
@@ -184,6 +185,8 @@ struct SingletonBuild {
                 // Cancellation is looked at every 64 services: a look costs as much as a small factory.
                 if nextInOrder & 63 == 0 { isCancelled = Task.isCancelled }
                 if lifetimes[slot] != .singleton { continue }
+                // A singleton created on first use is not the build's.
+                if let deferred, deferred[slot] { continue }
             } else {
                 guard nextReady < ready.count else { return }
                 slot = ready[nextReady]
@@ -240,20 +243,23 @@ struct SingletonBuild {
     private mutating func startCountingDown() {
         guard countdown == nil else { return }
         let (core, lifetimes) = (self.core, plan.lifetimes)
-        // A singleton reaches a service the build does not make (a transient or scoped one) only through
-        // a provider: such a service is passed through, so that the singleton still starts after the
-        // singletons the provider's chain needs (its factory or `didAdd` may call the provider).
-        let hasProviders = plan.edgeKinds?.contains(.provider) ?? false
+        // A singleton reaches a service the build does not make (a transient or scoped one, or a
+        // singleton created on first use) only through a provider or a lazy handle: such a service is
+        // passed through, so that the singleton still starts after the singletons the handle's chain
+        // needs (its factory or `didAdd` may use the handle).
+        let hasHandles = plan.edgeKinds?.contains(where: \.isHandle) ?? false
+        let deferred = plan.deferred
         let countdown =
-            hasProviders
+            hasHandles
             ? Topology.Countdown(
                 plan.edges,
                 order: plan.order,
                 finished: { core.buffers.singletonBox(at: $0) != nil },
-                passThrough: lifetimes.map { $0 != .singleton }
+                passThrough: lifetimes.indices.map { lifetimes[$0] != .singleton || deferred?[$0] == true }
             )
             : Topology.Countdown(plan.edges) { core.buffers.singletonBox(at: $0) != nil }
-        for slot in plan.order[nextInOrder...] where lifetimes[slot] == .singleton && countdown.isReady(slot) {
+        for slot in plan.order[nextInOrder...]
+        where lifetimes[slot] == .singleton && deferred?[slot] != true && countdown.isReady(slot) {
             ready.append(slot)
         }
         self.countdown = countdown

@@ -10,6 +10,9 @@ public enum _DependencyKind: UInt8, Sendable {
     /// A function that resolves the key on each call (``Provider``): nothing is made with the
     /// dependent, so the build does not wait for it.
     case provider = 2
+    /// The key's value made on first use (``Lazy``): the build does not wait for it, and a singleton
+    /// that only lazy edges reach is created on first use too.
+    case lazy = 3
 
     /// The name dumps give the kind.
     var name: String {
@@ -17,8 +20,13 @@ public enum _DependencyKind: UInt8, Sendable {
         case .direct: "direct"
         case .optional: "optional"
         case .provider: "provider"
+        case .lazy: "lazy"
         }
     }
+
+    /// Whether the dependent receives a handle that resolves later, not a value: nothing is made, or
+    /// awaited, with the dependent (``Provider``, ``Lazy``).
+    var isHandle: Bool { self == .provider || self == .lazy }
 }
 
 /// Where a factory's thunk reads its dependencies from, in declaration order.

@@ -90,6 +90,19 @@ public struct _ServiceHandle: Sendable {
         return _unsafeValue(of: try await core.boxAwaiting(at: slot, in: nil), as: Key.Value.self)
     }
 
+    /// The instance for `key` as the graph or scope holds it (see ``_AnyBox``): what a ``Lazy`` keeps.
+    nonisolated(nonsending) func box<Key: ServiceKey>(of key: Key.Type) async throws -> _AnyBox {
+        if isInScope {
+            guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName, lazy: true)) }
+            guard let slot = scope._core.slot(of: key) else { throw scope._notFoundError(key) }
+            return try await scope._box(at: slot, key: key)
+        }
+        guard let core else { throw ServiceGraphError(Self.graphGone(Key.serviceName, lazy: true)) }
+        guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
+        guard !core.isShutDown() else { throw core.shutDownError(key) }
+        return try await core.boxAwaiting(at: slot, in: nil)
+    }
+
     func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         if isInScope {
             guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName)) }
@@ -98,15 +111,19 @@ public struct _ServiceHandle: Sendable {
         guard let core else { throw ServiceGraphError(Self.graphGone(Key.serviceName)) }
         guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
         guard !core.isShutDown() else { throw core.shutDownError(key) }
-        guard core.resolvesSynchronously(slot) else { throw core.cannotResolveSynchronouslyError(slot) }
+        guard core.resolvesSynchronously(slot) else {
+            return try core.valueNotResolvableSynchronously(at: slot, as: Key.Value.self)
+        }
         return try core.valueSynchronously(at: slot, as: key, in: nil)
     }
 
-    private static func scopeGone(_ name: String) -> ServiceGraphError.Problem {
-        .init(.scopeClosed, key: name, message: "a provider of \(name) was called after its scope was released")
+    private static func scopeGone(_ name: String, lazy: Bool = false) -> ServiceGraphError.Problem {
+        let what = lazy ? "a lazy handle of \(name) was first used" : "a provider of \(name) was called"
+        return .init(.scopeClosed, key: name, message: "\(what) after its scope was released")
     }
 
-    private static func graphGone(_ name: String) -> ServiceGraphError.Problem {
-        .init(.graphShutDown, key: name, message: "a provider of \(name) was called after its graph was released")
+    private static func graphGone(_ name: String, lazy: Bool = false) -> ServiceGraphError.Problem {
+        let what = lazy ? "a lazy handle of \(name) was first used" : "a provider of \(name) was called"
+        return .init(.graphShutDown, key: name, message: "\(what) after its graph was released")
     }
 }

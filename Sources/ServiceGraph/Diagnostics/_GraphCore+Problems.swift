@@ -48,9 +48,11 @@ extension _GraphCore {
         let reason =
             lifetime(of: slot) == .scoped
             ? "it is scoped, and creating a scoped instance may suspend"
-            : needsScope(slot)
-                ? "it depends on a scoped service"
-                : "its factory, or the factory of one of its dependencies, is async"
+            : isDeferred(slot)
+                ? "it is created on first use (only lazy dependencies reach it), and creating it may suspend"
+                : needsScope(slot)
+                    ? "it depends on a scoped service"
+                    : "its factory, or the factory of one of its dependencies, is async"
         return .init(
             .requiresAwait,
             key: name,
@@ -106,6 +108,10 @@ extension _GraphCore {
     @usableFromInline
     func shutDownError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
         ServiceGraphError(shutDownProblem(Key.serviceName))
+    }
+
+    func shutDownError(at slot: Int) -> ServiceGraphError {
+        ServiceGraphError(shutDownProblem(name(slot)))
     }
 
     @usableFromInline
@@ -164,10 +170,45 @@ extension _GraphCore {
     func trapNotSingleton<Key: ServiceKey>(_ key: Key.Type) -> Never {
         // `fatalError`, not `preconditionFailure`: `-O` drops the message of the latter.
         guard let slot = slot(of: key) else { fatalError(notFoundError(key).description) }
+        if isDeferred(slot) {
+            fatalError(
+                "ServiceGraph: \(Key.serviceName) is a singleton created on first use, not created yet; use `resolve`"
+            )
+        }
         fatalError("ServiceGraph: \(Key.serviceName) is \(lifetime(of: slot)), not a singleton; use `resolve`")
     }
 
     func shutDownProblem(_ name: String) -> ServiceGraphError.Problem {
         .init(.graphShutDown, key: name, message: "\(name) was asked for after the graph was shut down")
+    }
+}
+
+extension _GraphCore {
+    /// The singleton at `slot`, created on first use, if it is created; otherwise the error a resolve
+    /// without suspending gets (its creation may suspend). For the paths that read it in place.
+    @usableFromInline
+    func createdDeferredValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
+        // Anything else is an empty singleton slot, seen only by a factory a failed build abandoned.
+        guard isDeferred(slot) else { throw CancellationError() }
+        guard let box = deferredSingletons?.createdBox(at: slot) else { throw requiresAwaitError(slot) }
+        return box.value(as: Value.self)
+    }
+
+    /// The value at `slot` for a resolve without suspending whose chain may suspend: a singleton created
+    /// on first use that is created by now, or the error (out of line: the cold path).
+    @usableFromInline
+    func valueNotResolvableSynchronously<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
+        if isDeferred(slot), let box = deferredSingletons?.createdBox(at: slot) { return box.value(as: Value.self) }
+        throw cannotResolveSynchronouslyError(slot)
+    }
+
+    /// The singleton for `key` that the subscript did not find: one created on first use and created by
+    /// now, or a trap.
+    @usableFromInline
+    func createdDeferredOrTrap<Key: ServiceKey>(_ key: Key.Type) -> Key.Value {
+        if let slot = slot(of: key), isDeferred(slot), let box = deferredSingletons?.createdBox(at: slot) {
+            return box.value(as: Key.Value.self)
+        }
+        trapNotSingleton(key)
     }
 }

@@ -38,6 +38,9 @@ struct GraphPlan: Sendable {
     /// The slots in dependency order (``Topology/order(of:)``), made once for validation and the
     /// build: it leaves out every service on a cycle, and those that depend on one.
     let order: [Int]
+    /// Per slot, whether it is a singleton the build leaves to its first use (see
+    /// ``deferredSingletons(lifetimes:edges:edgeKinds:order:)``); nil when no edge is lazy.
+    let deferred: [Bool]?
 
     var count: Int { providers.count }
 
@@ -153,6 +156,16 @@ struct GraphPlan: Sendable {
         self.edgeKinds = edgeKinds
         self.absentOptionals = absentOptionals
         self.order = Topology.order(of: edges)
+        self.deferred =
+            edgeKinds?.contains(.lazy) == true || providers.mayHaveFirstUseSingletons
+            ? Self.deferredSingletons(
+                of: providers,
+                lifetimes: lifetimes,
+                edges: edges,
+                edgeKinds: edgeKinds,
+                order: order
+            )
+            : nil
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges, table] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
         }

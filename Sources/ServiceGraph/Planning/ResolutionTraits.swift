@@ -9,6 +9,9 @@ struct ResolutionTraits {
     static let resolvesSynchronouslyInScope: UInt8 = 2
     /// Resolving needs a ``ServiceScope``: scoped, or depending on a scoped service.
     static let needsScope: UInt8 = 4
+    /// A singleton the build leaves to its first use (``GraphPlan/deferred``): never resolved without
+    /// suspending, as its creation may suspend.
+    static let isDeferred: UInt8 = 8
 
     /// The flags of each service, by slot.
     let flags: [UInt8]
@@ -19,6 +22,7 @@ struct ResolutionTraits {
         let edges = plan.edges
         let edgeKinds = plan.edgeKinds
         let providers = plan.providers
+        let deferred = plan.deferred
         // An empty graph has no flags: an array made with no capacity this way writes its count into
         // the shared empty-array storage, a data race with every reader of an empty array.
         guard plan.count > 0 else {
@@ -37,14 +41,16 @@ struct ResolutionTraits {
                 edges.forEachDependency(of: slot) { dependency in
                     defer { position &+= 1 }
                     needsScope |= flags[dependency] & Self.needsScope
-                    // A provider is a handle: taking it neither suspends nor makes anything.
-                    if let edgeKinds, edgeKinds[position] == .provider { return }
+                    // A provider or a lazy handle: taking it neither suspends nor makes anything.
+                    if let edgeKinds, edgeKinds[position].isHandle { return }
                     fromDependencies &= flags[dependency]
                 }
                 let own: UInt8
                 switch lifetimes[slot] {
                 case .singleton:
-                    own = Self.resolvesSynchronously | Self.resolvesSynchronouslyInScope
+                    own =
+                        deferred?[slot] == true
+                        ? Self.isDeferred : Self.resolvesSynchronously | Self.resolvesSynchronouslyInScope
                 case .scoped:
                     own = Self.needsScope | (providers[slot].isSeed ? Self.resolvesSynchronouslyInScope : 0)
                 case .transient:

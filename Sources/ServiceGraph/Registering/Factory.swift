@@ -71,6 +71,15 @@ struct _AnyFactory: Sendable {
         self.layout = _ValueLayout(of: Value.self)
     }
 
+    /// A factory that asks another graph for an instance it owns and may have to create first (a child
+    /// graph's view of a parent's singleton created on first use).
+    init<Value: Sendable>(borrowingAsynchronously read: @escaping @Sendable () async throws -> Value) {
+        self.makeSynchronously = { _, _ in throw ServiceGraphError._asynchronousFactory(Value.self) }
+        self.makeAsynchronously = { _, address in address.initializeMemory(as: Value.self, to: try await read()) }
+        self.isBorrowed = true
+        self.layout = _ValueLayout(of: Value.self)
+    }
+
     /// Runs the synchronous factory for a `Value`. Only called when ``isSynchronous`` is true.
     @inlinable
     @inline(__always)

@@ -1,6 +1,7 @@
 extension Registration {
     /// The registration a child graph takes over from `parent` for the service at `slot`: the
-    /// parent's own instance for a singleton (borrowed: the parent runs its hooks), the same factory,
+    /// parent's own instance for a singleton (borrowed: the parent runs its hooks; one the parent
+    /// creates on first use is asked of the parent on first use in the child), the same factory,
     /// run in the child, for a transient or scoped service.
     ///
     /// Made from what the built graph keeps per service (key, lifetime, site, dependency slots,
@@ -13,6 +14,7 @@ extension Registration {
         func inherit<Key: ServiceKey>(_ key: Key.Type) -> Registration {
             let lifetime = core.lifetime(of: slot)
             let isSingleton = lifetime == .singleton
+            let isCreatedOnFirstUse = isSingleton && core.isDeferred(slot)
             var registration = Registration(
                 key: key,
                 lifetime: lifetime,
@@ -21,11 +23,14 @@ extension Registration {
                     : core.declaredDependencies[slot]
                         ?? _DependencyKeys(core.dependencies(of: slot).map { (core.key(at: $0), .direct) }),
                 site: SiteLiteral(fileID: core.files[Int(service.fileIndex)], line: UInt(service.line)),
-                factory: isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.serviceFactory(at: slot),
+                factory: isCreatedOnFirstUse
+                    ? _AnyFactory(borrowingAsynchronously: { try await parent.resolve(key) })
+                    : isSingleton ? _AnyFactory(borrowing: { parent[key] }) : core.serviceFactory(at: slot),
                 isOverride: false
             )
             registration.isInherited = true
             registration.isSeed = core.isSeed(slot)
+            registration.isCreatedOnFirstUse = isCreatedOnFirstUse
             return registration
         }
         self = inherit(core.key(at: slot))

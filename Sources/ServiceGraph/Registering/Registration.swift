@@ -20,6 +20,9 @@ struct Registration: Sendable {
     /// The key is a wrapper (`AnalyticsKey?`), which validation refuses as a key (noted where the key's
     /// type is known, so validation reads a flag instead of asking every key).
     var isWrapperKey = false
+    /// A child graph's view of a parent's singleton that the parent creates on first use: the child
+    /// creates its view on first use too, so that building a child creates nothing in its parent.
+    var isCreatedOnFirstUse = false
 
     init(
         key: any ServiceKey.Type,

@@ -22,6 +22,9 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     /// dependency, or a wrapper as its key. Never reset, so a superset: a plan of a list without any
     /// skips the per-edge kinds altogether.
     private(set) var mayHaveWrappers = false
+    /// Whether a registration appended (or written) here is created on first use whatever depends on
+    /// it (``Registration/isCreatedOnFirstUse``). Never reset, so a superset.
+    private(set) var mayHaveFirstUseSingletons = false
 
     init() {}
 
@@ -43,11 +46,13 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
             yield &chunks[position &>> Self.chunkShift][position & Self.chunkMask]
             let written = chunks[position &>> Self.chunkShift][position & Self.chunkMask]
             mayHaveWrappers = mayHaveWrappers || written.isWrapperKey || written.dependencies.hasWrappers
+            mayHaveFirstUseSingletons = mayHaveFirstUseSingletons || written.isCreatedOnFirstUse
         }
     }
 
     mutating func append(_ registration: consuming Registration) {
         mayHaveWrappers = mayHaveWrappers || registration.isWrapperKey || registration.dependencies.hasWrappers
+        mayHaveFirstUseSingletons = mayHaveFirstUseSingletons || registration.isCreatedOnFirstUse
         if count & Self.chunkMask == 0 {
             // The first chunk grows as an array does (most graphs are small); the next ones are for
             // graphs already past a chunk, and take a whole one at once.

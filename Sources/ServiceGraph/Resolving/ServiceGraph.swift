@@ -62,8 +62,9 @@ public final class ServiceGraph: Sendable {
 
     /// Says that the graph is released while services still owe their `willRemove`.
     private func reportDroppedWithoutShutdown() {
-        guard !log.started.isEmpty else { return }
-        let names = log.started.map { _core.name($0.slot) }.joined(separator: ", ")
+        let started = log.started + (_core.deferredSingletons?.startedSoFar ?? [])
+        guard !started.isEmpty else { return }
+        let names = started.map { _core.name($0.slot) }.joined(separator: ", ")
         _core.events.send(ServiceGraphEvent(.droppedWithoutShutdown, key: names))
         if requiresShutdown {
             assertionFailure(
@@ -87,7 +88,7 @@ public final class ServiceGraph: Sendable {
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
         @inline(__always) get {
             guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
-                _core.trapNotSingleton(key)
+                return _core.createdDeferredOrTrap(key)
             }
             return value
         }
@@ -116,7 +117,9 @@ public final class ServiceGraph: Sendable {
     @inline(__always)
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         let slot = try _resolvableSlot(of: key)
-        guard _core.resolvesSynchronously(slot) else { throw _core.cannotResolveSynchronouslyError(slot) }
+        guard _core.resolvesSynchronously(slot) else {
+            return try _core.valueNotResolvableSynchronously(at: slot, as: Key.Value.self)
+        }
         if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
         return try _core.valueSynchronously(at: slot, as: key, in: nil)
     }
@@ -341,7 +344,12 @@ public final class ServiceGraph: Sendable {
             found += await scope.closeForShutdown()
         }
         await waitForDependents()
-        found += await Lifecycle.release(log.started, of: _core)
+        // Singletons created on first use are released with the build's, each before what it uses.
+        let created = await _core.deferredSingletons?.close() ?? []
+        found += await Lifecycle.release(
+            DeferredSingletons.releaseOrder(with: log.started, and: created, in: _core),
+            of: _core
+        )
         _core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))
         let waiters = state.withLock { $0.shutdown.finish(with: found) }
         parent?.childFinished(childID)

@@ -109,7 +109,7 @@ public final class ServiceScope: Sendable {
     /// - Complexity: O(1), no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
         guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
-            _core.trapNotSingleton(key)
+            return _core.createdDeferredOrTrap(key)
         }
         return value
     }
@@ -146,6 +146,15 @@ public final class ServiceScope: Sendable {
         return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: self), as: Key.Value.self)
     }
 
+    /// The instance at `slot` (of `key`) as the scope holds it: a ``Lazy`` handle's first use.
+    nonisolated(nonsending) func _box<Key: ServiceKey>(at slot: Int, key: Key.Type) async throws -> _AnyBox {
+        let entry = _enter(at: slot)
+        if case .refused = entry { throw _closedError(key) }
+        defer { _leave() }
+        if case .created(let box) = entry { return box.box.takeUnretainedValue() }
+        return try await _core.boxAwaiting(at: slot, in: self)
+    }
+
     /// Resolves `key` without suspending: a singleton, a seed of the scope, or a transient whose chain is
     /// synchronous and needs no scoped service but seeds.
     ///
@@ -165,6 +174,7 @@ public final class ServiceScope: Sendable {
             return box.value(as: Key.Value.self)
         }
         guard _core.resolvesSynchronouslyInScope(slot) else {
+            if _core.isDeferred(slot) { return try _core.valueNotResolvableSynchronously(at: slot, as: Key.Value.self) }
             throw _core.cannotResolveSynchronouslyInScopeError(slot)
         }
         if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }

@@ -120,7 +120,7 @@ struct GraphValidator {
             path: plan.pathFromRoot(to: slot),
             site: plan.providers[slot].site.site,
             message: "\(name) depends on a wrapper of \(wrapped), which is no key: only a plain key can be "
-                + "optional or behind a provider"
+                + "optional, lazy or behind a provider"
         )
     }
 
@@ -138,7 +138,12 @@ struct GraphValidator {
         at site: RegistrationSite
     ) -> ServiceGraphError.Problem {
         let wrapped = key._dependencyTarget.serviceName
-        let what = key._dependencyKind == .provider ? "a provider" : "an optional dependency"
+        let what =
+            switch key._dependencyKind {
+            case .provider: "a provider"
+            case .lazy: "a lazy dependency"
+            default: "an optional dependency"
+            }
         return .init(
             .invalidKey,
             key: name,
@@ -257,13 +262,17 @@ struct GraphValidator {
         return needsScope
     }
 
-    /// The cycle's names joined by arrows, each step through a provider marked: a cycle through one is
-    /// still reported, as the provider's first call would come back to its holder.
+    /// The cycle's names joined by arrows, each step through a provider or lazy handle marked: a cycle
+    /// through one is still reported, as the handle's first use would come back to its holder.
     private func describeCycle(_ slots: [Int]) -> String {
         var text = plan.name(slots[0])
         for (from, to) in zip(slots, slots.dropFirst()) {
             text += " → " + plan.name(to)
-            if edgeKind(from: from, to: to) == .provider { text += " (through a provider)" }
+            switch edgeKind(from: from, to: to) {
+            case .provider: text += " (through a provider)"
+            case .lazy: text += " (lazy)"
+            default: break
+            }
         }
         return text
     }

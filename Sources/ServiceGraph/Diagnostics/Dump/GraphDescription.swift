@@ -24,11 +24,18 @@ struct GraphDescription: Sendable {
 
         /// For a factory with arguments (``ArgumentFactory``), the argument types' names.
         var arguments: [String]?
+        /// Whether the service is a singleton created on first use, not by the build (only ``Lazy``
+        /// handles reach it).
+        var isCreatedOnFirstUse = false
 
         /// The lifetime as the dumps print it: "scoped seed" for a seed, "singleton function" (or
-        /// scoped, transient) for a factory with arguments.
+        /// scoped, transient) for a factory with arguments, "lazy singleton" for a singleton created on
+        /// first use.
         var lifetimeLabel: String {
-            isSeed ? "scoped seed" : arguments != nil ? "\(lifetime) function" : lifetime.description
+            isSeed
+                ? "scoped seed"
+                : arguments != nil
+                    ? "\(lifetime) function" : isCreatedOnFirstUse ? "lazy singleton" : lifetime.description
         }
     }
 
@@ -91,6 +98,7 @@ struct GraphDescription: Sendable {
                 isSeed: provider.isSeed
             )
             service.arguments = (provider.key as? any ArgumentFactoryKey.Type)?.argumentNames
+            service.isCreatedOnFirstUse = plan.deferred?[slot] ?? false
             return service
         }
         edgeKinds = plan.edgeKinds
@@ -142,6 +150,7 @@ struct GraphDescription: Sendable {
                 isSeed: record.isSeed
             )
             service.arguments = (key as? any ArgumentFactoryKey.Type)?.argumentNames
+            service.isCreatedOnFirstUse = core.isDeferred(slot)
             return service
         }
         edges = Edges(
@@ -153,7 +162,8 @@ struct GraphDescription: Sendable {
         for (slot, key) in core.absentOptionals {
             absentOptionals[slot, default: []].append(key.serviceName)
         }
-        initializationOrder = core.creationOrder
+        // Singletons created on first use follow the build's, in the order they were created so far.
+        initializationOrder = core.creationOrder + (core.deferredSingletons?.createdSlots ?? [])
         totalDuration = log.totalDuration
         isBuilt = true
         let factoryDurations = log.factoryDurations()

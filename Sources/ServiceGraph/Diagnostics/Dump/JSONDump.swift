@@ -50,6 +50,8 @@ struct JSONDump {
         text.write(service.isOverride ? "true" : "false")
         text.write(",\n      \"seed\": ")
         text.write(service.isSeed ? "true" : "false")
+        text.write(",\n      \"createdOnFirstUse\": ")
+        text.write(service.isCreatedOnFirstUse ? "true" : "false")
         text.write(",\n      \"arguments\": ")
         if let arguments = service.arguments {
             inline(arguments, into: text) { name, text in string(name, into: text) }

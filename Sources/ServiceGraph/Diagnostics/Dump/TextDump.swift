@@ -32,6 +32,13 @@ struct TextDump {
             text.write(number: seeds)
             text.write(seeds == 1 ? " seed" : " seeds")
         }
+        let lazySingletons = graph.services.lazy.filter(\.isCreatedOnFirstUse).count
+        if lazySingletons > 0 {
+            text.write("; ")
+            text.write(number: lazySingletons)
+            text.write(lazySingletons == 1 ? " singleton" : " singletons")
+            text.write(" created on first use")
+        }
         text.write(")\n")
         var expanded = Array(repeating: false, count: graph.services.count)
         var onPath = Array(repeating: false, count: graph.services.count)

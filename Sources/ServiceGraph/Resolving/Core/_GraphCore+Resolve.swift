@@ -73,7 +73,8 @@ extension _GraphCore {
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
             return try await scope._instanceBox(at: slot)
         case .singleton:
-            // A built graph has every singleton, and a build starts a factory only once its
+            if isDeferred(slot), let deferredSingletons { return try await deferredSingletons.box(at: slot, in: self) }
+            // A built graph has every other singleton, and a build starts a factory only once its
             // dependencies exist: an empty singleton slot is seen only by a factory of a failed or
             // cancelled build that it abandoned (and cancelled), after the build released what it made.
             throw CancellationError()

@@ -95,10 +95,16 @@ extension _GraphCore {
         /// How many services are scoped.
         let count: Int
 
-        init(core: _GraphCore) {
+        convenience init(core: _GraphCore) {
+            self.init(core: core) { core.lifetime(of: $0) == .scoped }
+        }
+
+        /// A layout of the services `isIncluded` accepts (the singletons a graph creates on first use
+        /// have their cells too, see ``DeferredSingletons``).
+        init(core: _GraphCore, where isIncluded: (Int) -> Bool) {
             var indices = Array(repeating: Int32(-1), count: core.count)
             var count = 0
-            for slot in 0..<core.count where core.lifetime(of: slot) == .scoped {
+            for slot in 0..<core.count where isIncluded(slot) {
                 indices[slot] = Int32(count)
                 count += 1
             }

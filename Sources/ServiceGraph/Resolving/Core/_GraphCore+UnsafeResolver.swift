@@ -156,7 +156,10 @@ extension _GraphCore {
             guard buffers.lifetimes[slot] == .transient else {
                 // An empty singleton slot is seen only by a factory a failed build abandoned (see
                 // `_GraphCore.awaitedBox(at:in:startsChain:)`): the same cancellation on every path.
-                if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
+                // A singleton created on first use is read in place once created.
+                if buffers.lifetimes[slot] == .singleton {
+                    return try core.createdDeferredValue(at: slot, as: Value.self)
+                }
                 // A seed of the scope resolving the chain, in place from the start.
                 if let box = seedBox(at: slot) { return box.value(as: Value.self) }
                 throw core.requiresAwaitError(slot)
@@ -189,8 +192,8 @@ extension _GraphCore {
             if let box = buffers.singletonBox(at: slot) { return _GraphCore._Buffers.value(in: box, as: Value.self) }
             // Only a factory a failed build abandoned sees an empty singleton slot (see
             // `_GraphCore.awaitedBox(at:in:startsChain:)`); it must not take a prepared value meant for another
-            // dependency.
-            if buffers.lifetimes[slot] == .singleton { throw CancellationError() }
+            // dependency. A singleton created on first use is read in place, never prepared.
+            if buffers.lifetimes[slot] == .singleton { return try core.createdDeferredValue(at: slot, as: Value.self) }
             // A seed of the scope: read where it is asked for, never prepared (see `seedBox(at:)`).
             if let box = seedBox(at: slot) { return box.value(as: Value.self) }
             let box = try prepared?.next() ?? valueIteratively(at: slot)
@@ -224,14 +227,17 @@ extension _GraphCore {
                 let frame = frames[top]
                 if frame.position < Int(buffers.dependencyStart[frame.slot + 1]) {
                     let dependency = Int(buffers.dependencySlots[frame.position])
-                    // A provider edge makes nothing now (see `_nextHandle`).
-                    if core.edgeKinds?[frame.position] == .provider {
+                    // A provider or lazy edge makes nothing now (see `_nextHandle`).
+                    if core.edgeKinds?[frame.position].isHandle == true {
                         frames[top].position += 1
                         continue
                     }
                     frames[top].position += 1
                     // A singleton is read where its value is asked for; only transients are made here.
                     if buffers.singletonBox(at: dependency) != nil { continue }
+                    if core.isDeferred(dependency), core.deferredSingletons?.createdBox(at: dependency) != nil {
+                        continue
+                    }
                     // So is a seed of the scope (see `seedBox(at:)`).
                     if seedBox(at: dependency) != nil { continue }
                     guard buffers.lifetimes[dependency] == .transient else {
@@ -342,8 +348,13 @@ extension _GraphCore {
         for position in start..<end {
             let dependency = Int(buffers.dependencySlots[position])
             if buffers.singletonBox(at: dependency) != nil { continue }
-            // A provider edge makes nothing now: the thunk takes a handle (`_nextHandle`).
-            if edgeKinds?[position] == .provider { continue }
+            // A provider or lazy edge makes nothing now: the thunk takes a handle (`_nextHandle`).
+            if edgeKinds?[position].isHandle == true { continue }
+            // A singleton created on first use is created here if need be, and read in place.
+            if isDeferred(dependency), let deferredSingletons {
+                _ = try await deferredSingletons.box(at: dependency, in: self)
+                continue
+            }
             // A seed is read in place by the factory's thunk (`_UnsafeResolver.seedBox(at:)`).
             if let scope, lifetime(of: dependency) == .scoped, isSeed(dependency),
                 scope._publishedBox(at: dependency) != nil
@@ -374,7 +385,7 @@ extension _GraphCore._UnsafeResolver: _DependencyReading {
     }
 
     /// A handle to resolve the next dependency later, in this call's scope or graph: nothing is read
-    /// now (the paths that prepare dependencies leave provider edges out too).
+    /// now (the paths that prepare dependencies leave provider and lazy edges out too).
     @usableFromInline
     mutating func _nextHandle<Key: ServiceKey>(_ key: Key.Type) -> _ServiceHandle {
         _ = nextSlot()

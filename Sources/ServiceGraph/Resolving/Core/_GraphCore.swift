@@ -78,6 +78,9 @@ final class _GraphCore: @unchecked Sendable {
     /// The per-slot buffers the resolve path reads.
     @usableFromInline
     let buffers: _Buffers
+    /// The singletons created on first use, not by the build; nil when the graph has none. Set once, in
+    /// `init`.
+    private(set) var deferredSingletons: DeferredSingletons?
 
     /// Makes the core of a valid plan (no missing edges, no cycles). Of the plan, only its providers are
     /// kept, until the build is done (``releaseSingletonFactories()``).
@@ -153,6 +156,7 @@ final class _GraphCore: @unchecked Sendable {
         self.keyShift = plan.table.shift
         self.buffers = _Buffers(plan, resolutionFlags: traits.flags)
         self.singletonProviders = plan.providers
+        if plan.deferred?.contains(true) == true { deferredSingletons = DeferredSingletons(core: self) }
     }
 
     deinit {
@@ -199,6 +203,14 @@ final class _GraphCore: @unchecked Sendable {
     func needsScope(_ slot: Int) -> Bool {
         buffers.checkSlot(slot)
         return buffers.resolutionFlags[slot] & _Buffers.needsScopeFlag != 0
+    }
+
+    /// Whether the service at `slot` is a singleton created on first use, not by the build (see
+    /// ``GraphPlan/deferred``).
+    @usableFromInline
+    func isDeferred(_ slot: Int) -> Bool {
+        buffers.checkSlot(slot)
+        return buffers.resolutionFlags[slot] & _Buffers.isDeferredFlag != 0
     }
 
     /// Whether the service at `slot` can be resolved from a scope without suspending: as
@@ -256,13 +268,13 @@ extension _GraphCore {
     /// could ask) throws `CancellationError`, as an emptied singleton slot does.
     func factory(at slot: Int) throws -> _AnyFactory {
         buffers.checkSlot(slot)
-        guard buffers.lifetimes[slot] == .singleton else { return serviceFactory(at: slot) }
+        guard buffers.lifetimes[slot] == .singleton, !isDeferred(slot) else { return serviceFactory(at: slot) }
         guard let providers = singletonProviders else { throw CancellationError() }
         return providers[slot].factory
     }
 
-    /// The factory of the transient or scoped service at `slot` (a copy), which a built graph always
-    /// holds.
+    /// The factory of the transient or scoped service, or singleton created on first use, at `slot` (a
+    /// copy), which a built graph always holds.
     func serviceFactory(at slot: Int) -> _AnyFactory {
         buffers.withFactory(at: slot) { copy $0 }
     }
@@ -347,6 +359,8 @@ extension _GraphCore {
         static var resolvesSynchronouslyInScopeFlag: UInt8 { 2 }
         @inlinable
         static var needsScopeFlag: UInt8 { 4 }
+        @inlinable
+        static var isDeferredFlag: UInt8 { 8 }
         /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
         @usableFromInline
         let dependencyStart: UnsafeMutablePointer<Int32>
@@ -360,7 +374,8 @@ extension _GraphCore {
             instances = .allocate(capacity: max(count, 1))
             for slot in 0..<count {
                 // Safety: the core takes one retain of each factory box, given back in `deallocate`.
-                guard plan.lifetimes[slot] != .singleton else {
+                // A singleton created on first use keeps its factory, as a transient does.
+                guard plan.lifetimes[slot] != .singleton || plan.deferred?[slot] == true else {
                     (instances + slot).initialize(to: 0)
                     continue
                 }
@@ -407,7 +422,6 @@ extension _GraphCore {
         @inlinable
         func withFactory<Result>(at slot: Int, _ body: (borrowing _AnyFactory) throws -> Result) rethrows -> Result {
             checkSlot(slot)
-            _internalInvariant(lifetimes[slot] != .singleton, "slot \(slot) is a singleton")
             // Safety: the core holds these factories until it is deallocated; the caller holds the core.
             _internalInvariant(instances[slot] & Self.factoryTag != 0, "slot \(slot) holds no factory")
             return try Unmanaged<_FactoryBox>.fromOpaque(Self.pointer(instances[slot]))

@@ -1,0 +1,168 @@
+/// The singletons a graph creates on first use rather than in its build (``GraphPlan/deferred``):
+/// those that only ``Lazy`` handles reach. Each is created once, by the first use; uses at the same
+/// time wait for that one. A created instance is published in a cell of its own, read with one atomic
+/// load, and kept until the graph's core is released (as the build's singletons are).
+///
+/// Creation runs the factory (within the factory timeout), then `didAdd`; a failure is not kept, so a
+/// later use tries again. The graph's shutdown refuses new creations, waits for those under way, and
+/// releases the created instances with the build's (``releaseOrder(with:in:)``).
+final class DeferredSingletons: Sendable {
+    private struct State {
+        /// The creations under way, by slot.
+        var creating: [Int: Task<Void, any Error>] = [:]
+        /// The created instances whose hooks this graph runs, in creation order.
+        var started: [StartedService] = []
+        /// Every created instance's slot, in creation order (for dumps).
+        var created: [Int] = []
+        var isClosed = false
+    }
+
+    let cells: _GraphCore.ScopeCells
+    private let state = Locked(State())
+
+    init(core: _GraphCore) {
+        cells = _GraphCore.ScopeCells(layout: _GraphCore.ScopeLayout(core: core, where: core.isDeferred))
+    }
+
+    /// The created instance at `slot`, not retained; nil until it is created. The core keeps it until it
+    /// is released itself, and the caller holds the core.
+    func createdBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        cells.box(at: slot)
+    }
+
+    /// The instance at `slot`, created by this call or by the use that was first to ask for it.
+    nonisolated(nonsending) func box(at slot: Int, in core: _GraphCore) async throws -> _AnyBox {
+        if let box = cells.box(at: slot) { return box.box.takeUnretainedValue() }
+        let task = state.withLock { state -> Task<Void, any Error>? in
+            if state.isClosed { return nil }
+            if let task = state.creating[slot] { return task }
+            let task = UnretainingTask.start { try await self.create(slot, in: core) }
+            state.creating[slot] = task
+            return task
+        }
+        if let task {
+            // Being made by this task (or the one that asked for it): waiting would never end.
+            if _ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
+            try await task.value
+        }
+        // Refused, or made and the graph shut down in between (its instance is kept: read it).
+        guard let box = cells.box(at: slot) else { throw core.shutDownError(at: slot) }
+        return box.box.takeUnretainedValue()
+    }
+
+    /// Creates the instance at `slot` and runs its `didAdd`, in its own entry of the
+    /// ``_ResolutionTrail`` (a factory or hook asking for it again is refused, not left waiting for
+    /// itself); on failure, forgets the attempt.
+    private func create(_ slot: Int, in core: _GraphCore) async throws {
+        try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
+            let factory = core.serviceFactory(at: slot)
+            let clock = ContinuousClock()
+            let start = clock.now
+            let box: _AnyBox
+            do {
+                if let limit = core.factoryTimeout, !factory.isSynchronous {
+                    box = try await Self.make(slot, in: core, within: limit)
+                } else {
+                    box = try await core.makeBox(at: slot, in: nil)
+                }
+            } catch let timeout as FactoryTimedOut {
+                forget(slot)
+                throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: core))
+            } catch {
+                forget(slot)
+                throw core.failure(error, at: slot)
+            }
+            core.events.send(
+                ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
+            )
+            let hooks = factory.claimedHooks(of: box, in: core.hookClaims)
+            if let hooks {
+                do {
+                    try await Lifecycle.didAdd(hooks, of: slot, in: core)
+                } catch {
+                    core.hookClaims.giveBack(hooks)
+                    forget(slot)
+                    throw error
+                }
+            }
+            state.withLock { state in
+                state.creating[slot] = nil
+                cells.publish(box, at: slot)
+                state.created.append(slot)
+                if let hooks { state.started.append(StartedService(slot: slot, hooks: hooks)) }
+            }
+        }
+    }
+
+    private func forget(_ slot: Int) {
+        state.withLock { _ = $0.creating.removeValue(forKey: slot) }
+    }
+
+    private static func make(_ slot: Int, in core: _GraphCore, within limit: Duration) async throws -> _AnyBox {
+        let made = Locked<_AnyBox?>(nil)
+        do {
+            try await Lifecycle.withTimeout(limit) {
+                let box = try await core.makeBox(at: slot, in: nil)
+                made.withLock { $0 = box }
+            }
+        } catch is HookTimedOut {
+            throw FactoryTimedOut(limit: limit)
+        }
+        return made.withLock { $0 }!
+    }
+
+    /// The slots of the instances created so far, in creation order.
+    var createdSlots: [Int] { state.withLock { $0.created } }
+
+    /// The created instances whose hooks this graph runs so far, in creation order.
+    var startedSoFar: [StartedService] { state.withLock { $0.started } }
+
+    /// Refuses new creations and waits for those under way (a failing one is forgotten as usual).
+    ///
+    /// - Returns: The created instances whose hooks this graph runs, in creation order.
+    nonisolated(nonsending) func close() async -> [StartedService] {
+        let creating = state.withLock { state in
+            state.isClosed = true
+            return Array(state.creating.values)
+        }
+        for task in creating { _ = try? await task.value }
+        return state.withLock { $0.started }
+    }
+
+    /// The build's started services (`built`, in creation order) and the created ones (`created`), in
+    /// an order to start them in: each after everything it depends on through any edge, lazy ones
+    /// included, so that releasing in reverse removes a service before what it uses. The built keep
+    /// their relative order.
+    ///
+    /// - Complexity: O(services + edges) of the graph.
+    static func releaseOrder(
+        with built: [StartedService],
+        and created: [StartedService],
+        in core: _GraphCore
+    ) -> [StartedService] {
+        guard !created.isEmpty else { return built }
+        var hooks: [Int: StartedService] = [:]
+        for service in built + created { hooks[service.slot] = service }
+        var visited = [Bool](repeating: false, count: core.count)
+        var order: [StartedService] = []
+        // Depth first from each started service, in creation order, emitting a service once all its
+        // dependencies are emitted (post-order), from an explicit stack.
+        for root in built + created where !visited[root.slot] {
+            visited[root.slot] = true
+            var stack: [(slot: Int, dependencies: IndexingIterator<[Int]>)] = [
+                (root.slot, Array(core.dependencies(of: root.slot)).makeIterator())
+            ]
+            while !stack.isEmpty {
+                if let dependency = stack[stack.count - 1].dependencies.next() {
+                    guard !visited[dependency] else { continue }
+                    visited[dependency] = true
+                    stack.append((dependency, Array(core.dependencies(of: dependency)).makeIterator()))
+                } else {
+                    let slot = stack.removeLast().slot
+                    if let service = hooks[slot] { order.append(service) }
+                }
+            }
+        }
+        return order
+    }
+}
