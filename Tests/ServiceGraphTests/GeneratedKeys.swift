@@ -22,6 +22,11 @@ extension Optional: GeneratedDependency where Wrapped: GeneratedKey {
     static func contribution(_ value: GeneratedService?) -> Int { value?.value ?? 0 }
 }
 
+/// A lazy handle on a generated key adds nothing: nothing is made with its holder.
+extension Lazy: GeneratedDependency where Key: GeneratedKey {
+    static func contribution(_ value: Lazy<Key>) -> Int { 0 }
+}
+
 /// A provider of a generated key adds nothing: nothing is made with its holder.
 extension Provider: GeneratedDependency where Key: GeneratedKey {
     static func contribution(_ value: Provider<Key>) -> Int { 0 }
@@ -151,6 +156,7 @@ enum GeneratedKeys {
         dependsOn dependencies: [Int],
         optional: Set<Int> = [],
         providers: Set<Int> = [],
+        lazy: Set<Int> = [],
         asynchronous: Bool = false,
         recorder: GraphRecorder? = nil,
         into builder: inout ServiceGraph.Builder
@@ -166,7 +172,8 @@ enum GeneratedKeys {
                 self.dependency(
                     dependency,
                     optional: optional.contains(position),
-                    provider: providers.contains(position)
+                    provider: providers.contains(position),
+                    lazy: lazy.contains(position)
                 )
             }
             if asynchronous {
@@ -242,10 +249,15 @@ enum GeneratedKeys {
         open(key(index))
     }
 
-    /// Generated key `index` as a dependency: the key, `Key?` or `Provider<Key>`.
-    static func dependency(_ index: Int, optional: Bool, provider: Bool = false) -> any GeneratedDependency.Type {
+    /// Generated key `index` as a dependency: the key, `Key?`, `Provider<Key>` or `Lazy<Key>`.
+    static func dependency(
+        _ index: Int,
+        optional: Bool,
+        provider: Bool = false,
+        lazy: Bool = false
+    ) -> any GeneratedDependency.Type {
         func open<K: GeneratedKey>(_ key: K.Type) -> any GeneratedDependency.Type {
-            provider ? Provider<K>.self : optional ? Optional<K>.self : K.self
+            lazy ? Lazy<K>.self : provider ? Provider<K>.self : optional ? Optional<K>.self : K.self
         }
         return open(key(index))
     }
@@ -287,6 +299,12 @@ extension ServiceGraph {
     func generatedValue(_ index: Int) -> Int {
         func open<K: GeneratedKey>(_ key: K.Type) -> Int { self[key].value }
         return open(GeneratedKeys.key(index))
+    }
+
+    /// The graph's instance of generated key `index`, resolved.
+    func resolveGenerated(_ index: Int) async throws -> GeneratedService {
+        func open<K: GeneratedKey>(_ key: K.Type) async throws -> GeneratedService { try await resolve(key) }
+        return try await open(GeneratedKeys.key(index))
     }
 }
 

@@ -111,7 +111,13 @@ struct RandomGraphPropertyTests {
         var seededGraphs = 0
         for seed in RandomCases.seeds(default: 300, salt: 3) {
             var random = SplitMix64(seed: seed)
-            let graph = RandomGraph.valid(&random, withSeeds: true, withOptionals: true, withProviders: true)
+            let graph = RandomGraph.valid(
+                &random,
+                withSeeds: true,
+                withOptionals: true,
+                withProviders: true,
+                withLazy: true
+            )
             let built = try await graph.builder().build()
             let seeds = graph.seeds.sorted()
             if !seeds.isEmpty { seededGraphs += 1 }
@@ -139,5 +145,76 @@ struct RandomGraphPropertyTests {
             try await built.shutdown()
         }
         #expect(seededGraphs > 0, "the generator makes graphs with seeds")
+    }
+
+    /// Valid graphs with lazy edges: the build creates exactly the singletons the reference does not
+    /// defer; a deferred one is created once, on first use, after its dependencies are ready; shutdown
+    /// removes every created service once, each before everything it depends on through any edge.
+    @Test func lazySingletonsAreCreatedOnFirstUseAndReleasedInDependencyOrder() async throws {
+        var deferredSeen = 0
+        for seed in RandomCases.seeds(default: 300, salt: 4) {
+            await Task.yield()
+            var random = SplitMix64(seed: seed)
+            let graph = RandomGraph.valid(&random, withProviders: true, withLazy: true)
+            let deferred = graph.referenceDeferred
+            deferredSeen += deferred.count
+            let recorder = GraphRecorder()
+            let built = try await graph.builder(recorder: recorder).build()
+            for service in graph.singletons {
+                let expected = deferred.contains(service) ? 0 : 1
+                #expect(recorder.count(of: .created(service)) == expected, "seed \(seed): service \(service)")
+            }
+            // Some deferred singletons are asked for, several times at once.
+            let asked = deferred.filter { _ in Bool.random(using: &random) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for service in asked {
+                    for _ in 0..<3 { group.addTask { _ = try await built.resolveGenerated(service) } }
+                }
+                try await group.waitForAll()
+            }
+            // What they need directly, deferred too, is created with them; nothing else.
+            var created = Set(graph.singletons.filter { !deferred.contains($0) })
+            var stack = Array(asked)
+            while let next = stack.popLast() {
+                guard created.insert(next).inserted else { continue }
+                for (position, dependency) in graph.dependencies[next].enumerated()
+                where !graph.isLazy(next, position) && !graph.isProvider(next, position)
+                    && deferred.contains(dependency)
+                {
+                    stack.append(dependency)
+                }
+            }
+            for service in graph.singletons {
+                #expect(
+                    recorder.count(of: .created(service)) == (created.contains(service) ? 1 : 0),
+                    "seed \(seed): service \(service)"
+                )
+            }
+            for service in created where deferred.contains(service) {
+                let made = try #require(recorder.position(of: .created(service)), "seed \(seed)")
+                for (position, dependency) in graph.dependencies[service].enumerated()
+                where !graph.isLazy(service, position) && !graph.isProvider(service, position)
+                    && graph.lifetimes[dependency] == .singleton
+                {
+                    let ready = try #require(recorder.position(of: .didAdd(dependency)), "seed \(seed)")
+                    #expect(ready < made, "seed \(seed): \(service) created before \(dependency) was ready")
+                }
+            }
+            try await built.shutdown()
+            for service in graph.singletons {
+                #expect(
+                    recorder.count(of: .willRemove(service)) == (created.contains(service) ? 1 : 0),
+                    "seed \(seed): service \(service)"
+                )
+            }
+            for service in created {
+                let removed = try #require(recorder.position(of: .willRemove(service)), "seed \(seed)")
+                for dependency in graph.dependencies[service] where created.contains(dependency) {
+                    let dependencyRemoved = try #require(recorder.position(of: .willRemove(dependency)), "seed \(seed)")
+                    #expect(removed < dependencyRemoved, "seed \(seed): \(dependency) removed before \(service)")
+                }
+            }
+        }
+        #expect(deferredSeen > 0, "the generator makes graphs with singletons created on first use")
     }
 }

@@ -70,11 +70,15 @@ struct RandomGraph: CustomStringConvertible {
     /// Per service, the positions in its dependencies that are providers (`Provider<Key>`): nothing is
     /// made with the dependent, and a singleton may hold a provider of a transient.
     var providers: [Set<Int>] = []
+    /// Per service, the positions in its dependencies that are lazy (`Lazy<Key>`): validated as direct
+    /// edges, made on first use; a singleton only lazy edges reach is created on first use.
+    var lazy: [Set<Int>] = []
 
     func isOptional(_ index: Int, _ position: Int) -> Bool { !optional.isEmpty && optional[index].contains(position) }
     func isProvider(_ index: Int, _ position: Int) -> Bool {
         !providers.isEmpty && providers[index].contains(position)
     }
+    func isLazy(_ index: Int, _ position: Int) -> Bool { !lazy.isEmpty && lazy[index].contains(position) }
 
     var description: String {
         "RandomGraph(count: \(count), missing: \(missingCount), duplicated: \(duplicated), seeds: \(seeds.sorted()))"
@@ -118,6 +122,15 @@ struct RandomGraph: CustomStringConvertible {
                 }
             )
         }
+        // And one in seven of the rest lazy.
+        let lazy = dependencies.indices.map { index in
+            Set(
+                dependencies[index].indices.filter {
+                    !optional[index].contains($0) && !providers[index].contains($0)
+                        && Int.random(in: 0..<7, using: &random) == 0
+                }
+            )
+        }
         var duplicated: [Int] = []
         if Int.random(in: 0..<10, using: &random) == 0 {
             duplicated = [Int.random(in: 0..<count, using: &random)]
@@ -131,7 +144,8 @@ struct RandomGraph: CustomStringConvertible {
             asynchronous: [],
             seeds: seeds,
             optional: optional,
-            providers: providers
+            providers: providers,
+            lazy: lazy
         )
     }
 
@@ -142,7 +156,8 @@ struct RandomGraph: CustomStringConvertible {
         count: ClosedRange<Int> = 1...60,
         withSeeds: Bool = false,
         withOptionals: Bool = false,
-        withProviders: Bool = false
+        withProviders: Bool = false,
+        withLazy: Bool = false
     ) -> RandomGraph {
         let count = Int.random(in: count, using: &random)
         let lifetimes = (0..<count).map { _ in randomLifetime(&random) }
@@ -191,6 +206,18 @@ struct RandomGraph: CustomStringConvertible {
                 dependencies[index].append(target)
             }
         }
+        var lazy = Array(repeating: Set<Int>(), count: count)
+        if withLazy {
+            // About one plain edge to a provided key in three becomes lazy.
+            for index in 0..<count {
+                lazy[index] = Set(
+                    dependencies[index].indices.filter {
+                        dependencies[index][$0] < count && !optional[index].contains($0)
+                            && !providers[index].contains($0) && Int.random(in: 0..<3, using: &random) == 0
+                    }
+                )
+            }
+        }
         let asynchronous = Set((0..<count).filter { _ in Bool.random(using: &random) })
         return RandomGraph(
             count: count,
@@ -201,7 +228,8 @@ struct RandomGraph: CustomStringConvertible {
             asynchronous: asynchronous,
             seeds: seeds,
             optional: optional,
-            providers: providers
+            providers: providers,
+            lazy: lazy
         )
     }
 
@@ -226,6 +254,7 @@ struct RandomGraph: CustomStringConvertible {
                 dependsOn: dependencies[index],
                 optional: optional.isEmpty ? [] : optional[index],
                 providers: providers.isEmpty ? [] : providers[index],
+                lazy: lazy.isEmpty ? [] : lazy[index],
                 asynchronous: asynchronous.contains(index),
                 recorder: recorder,
                 into: &builder
@@ -250,11 +279,36 @@ struct RandomGraph: CustomStringConvertible {
                 seeds.contains(index)
                 ? seedValue(index)
                 : dependencies[index].enumerated().reduce(1) { sum, edge in
-                    // A provider adds nothing; nor does an optional key nobody provides (past `count`).
-                    sum + (edge.element < count && !isProvider(index, edge.offset) ? values[edge.element] : 0)
+                    // A provider or lazy handle adds nothing; nor does an optional key nobody provides
+                    // (past `count`).
+                    let isHandle = isProvider(index, edge.offset) || isLazy(index, edge.offset)
+                    return sum + (edge.element < count && !isHandle ? values[edge.element] : 0)
                 }
         }
         return values
+    }
+
+    /// The singletons the build leaves to their first use, computed the plain way: repeat until nothing
+    /// changes, starting from "every singleton something depends on is deferred" and taking back each
+    /// one that a service not deferred needs through an edge that is not lazy.
+    var referenceDeferred: Set<Int> {
+        var deferred = Set(
+            (0..<count).filter { target in
+                lifetimes[target] == .singleton && (0..<count).contains { dependencies[$0].contains(target) }
+            }
+        )
+        var changed = true
+        while changed {
+            changed = false
+            for holder in 0..<count where !deferred.contains(holder) {
+                for (position, target) in dependencies[holder].enumerated()
+                where !isLazy(holder, position) && deferred.contains(target) {
+                    deferred.remove(target)
+                    changed = true
+                }
+            }
+        }
+        return deferred
     }
 
     /// Whether `dependent` depends on `dependency`, directly or not.
