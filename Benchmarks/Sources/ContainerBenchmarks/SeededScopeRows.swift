@@ -23,6 +23,9 @@ enum UserSessionKey: ServiceKey { typealias Value = UserSession }
 enum UserScreenKey: ServiceKey { typealias Value = UserSession }
 enum ScreenOfTheDayKey: ServiceKey { typealias Value = UserSession }
 enum ProviderHolderKey: ServiceKey { typealias Value = Provider<ScreenOfTheDayKey> }
+/// A singleton only a lazy handle reaches (created on first use), and the handle's holder.
+enum HeavyReportKey: ServiceKey { typealias Value = UserSession }
+enum LazyHolderKey: ServiceKey { typealias Value = Lazy<HeavyReportKey> }
 
 /// Hand-wired sessions: the scope object holds the user it was made with and makes its session on
 /// first use, as the graph's scope does.
@@ -129,6 +132,28 @@ func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
     )
     try await factoryGraph.shutdown()
 
+    // A lazy value read once made, against a hand-wired lazy property (a cached optional) and against
+    // reading a singleton.
+    var lazyBuilder = ServiceGraph.Builder()
+    lazyBuilder.provide(LoggerKey.self) { Logger() }
+    lazyBuilder.provide(HeavyReportKey.self, dependsOn: LoggerKey.self) { logger in
+        UserSession(user: SignedInUser(id: 0, name: "Ada"), logger: logger)
+    }
+    lazyBuilder.provide(LazyHolderKey.self, dependsOn: Lazy<HeavyReportKey>.self) { $0 }
+    let lazyGraph = try await lazyBuilder.build()
+    let report = lazyGraph[LazyHolderKey.self]
+    blackHole(try await report.value)
+    blackHole(hand.session)
+    let lazyReads = try await measureInterleaved(
+        effort,
+        [
+            { n in for _ in 0..<n { blackHole(hand.session) } },
+            { n in for _ in 0..<n { blackHole(lazyGraph[HeavyReportKey.self]) } },
+            { n in for _ in 0..<n { blackHole(try await report.value) } },
+        ]
+    )
+    try await lazyGraph.shutdown()
+
     let read = "seed read in scope"
     let session = "seeded scope: open, make a scoped service, close, main actor"
     let globalSession = "seeded scope: open, make a scoped service, close, global executor"
@@ -172,6 +197,20 @@ func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
             contender: "ServiceGraph, try await provider()",
             median: calls[4],
             note: "\(String(format: calls[4] / calls[2], digits: 2))x hand-wired"
+        ),
+        AsyncRow(scenario: "lazy read, made", contender: "hand-wired, a cached lazy property", median: lazyReads[0]),
+        AsyncRow(
+            scenario: "lazy read, made",
+            contender: "ServiceGraph, graph[Key] (the singleton itself)",
+            median: lazyReads[1],
+            note: "\(String(format: lazyReads[1] / lazyReads[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(
+            scenario: "lazy read, made",
+            contender: "ServiceGraph, try await lazy.value",
+            median: lazyReads[2],
+            note: "\(String(format: lazyReads[2] / lazyReads[0], digits: 2))x hand-wired, "
+                + "\(String(format: lazyReads[2] / lazyReads[1], digits: 2))x a singleton read"
         ),
         AsyncRow(scenario: globalSession, contender: "hand-wired", median: globalSessions[0]),
         AsyncRow(

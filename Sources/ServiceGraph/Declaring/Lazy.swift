@@ -38,7 +38,7 @@ public struct Lazy<Key: ServiceKey>: ServiceKey, Sendable {
     ///   does; a failed first use is not kept, and the next read tries again.
     /// - Complexity: O(1) once made: one atomic load.
     @inlinable
-    public var value: Key.Value {
+    nonisolated(nonsending) public var value: Key.Value {
         get async throws {
             if let box = cell.madeBox() { return _unsafeValue(of: box, as: Key.Value.self) }
             return _unsafeValue(of: try await cell.make(Key.self), as: Key.Value.self)
