@@ -177,3 +177,28 @@ struct SignupHandler: Sendable {
         }
     }
 }
+
+/// Sign-up statistics, costly to compute: only the admin console needs them, through a lazy handle, so
+/// the graph creates the report on its first use instead of at startup, and removes it before the
+/// store it reads.
+final class SignupReport: LifecycleHooks {
+    let accounts: Int
+    let journal: Journal
+
+    init(store: InMemoryStore, journal: Journal) {
+        self.accounts = store.count
+        self.journal = journal
+    }
+
+    func didAdd() async throws { journal.record("didAdd SignupReport (on first use, \(accounts) accounts)") }
+    func willRemove() async throws { journal.record("willRemove SignupReport") }
+}
+
+/// The operators' console: holds the report lazily.
+struct AdminConsole: Sendable {
+    let report: Lazy<SignupReportKey>
+
+    func summary() async throws -> String {
+        "\(try await report.value.accounts) accounts signed up"
+    }
+}

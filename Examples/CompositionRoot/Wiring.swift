@@ -12,6 +12,8 @@ enum MailRelayKey: ServiceKey { typealias Value = any MailRelay }
 enum IncomingRequestKey: ServiceKey { typealias Value = IncomingRequest }
 enum RequestContextKey: ServiceKey { typealias Value = RequestContext }
 enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
+enum SignupReportKey: ServiceKey { typealias Value = SignupReport }
+enum AdminConsoleKey: ServiceKey { typealias Value = AdminConsole }
 
 /// The application's composition root: every provider, in one place.
 func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
@@ -53,6 +55,11 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     ) { context, signup, request in
         SignupHandler(context: context, signup: signup, request: request)
     }
+    // Only a lazy handle reaches the report: it is created on first use, not at startup.
+    builder.provide(SignupReportKey.self, dependsOn: StoreKey.self, JournalKey.self) { store, journal in
+        SignupReport(store: store, journal: journal)
+    }
+    builder.provide(AdminConsoleKey.self, dependsOn: Lazy<SignupReportKey>.self) { AdminConsole(report: $0) }
     builder.declareEntryPoints(SignupHandlerKey.self)
     return builder
 }

@@ -64,6 +64,9 @@ do {
         try await request.close()
     }
 
+    // The admin console's first look creates the report (its didAdd runs now, not at startup).
+    print("\nAdmin console: " + (try await graph[AdminConsoleKey.self].summary()))
+
     try await graph.shutdown()
     print("\nLifecycle hooks, in the order they ran:")
     for (index, entry) in journal.all.enumerated() {

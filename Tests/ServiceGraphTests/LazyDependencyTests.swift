@@ -208,6 +208,9 @@ struct LazyDependencyTests {
         #expect(log.all.suffix(4) == ["init Index", "didAdd Index", "init Heavy", "didAdd Heavy"])
         let dump = graph.dump()
         #expect(dump.contains("2 singletons created on first use"))
+        let report = graph.startupReport()
+        #expect(report.createdOnFirstUse == ["IndexKey", "HeavyKey"])
+        #expect(report.description.contains("Created on first use: IndexKey, HeavyKey"))
         let order = graph.dump(.json).split(separator: "\"initializationOrder\"")[1].prefix { $0 != "]" }
         #expect(order.filter { !$0.isWhitespace } == #":["ScreenKey","IndexKey","HeavyKey""#)
         try await graph.shutdown()

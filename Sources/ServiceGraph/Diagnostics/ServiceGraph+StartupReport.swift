@@ -37,7 +37,8 @@ extension ServiceGraph {
             totalDuration: log.totalDuration,
             slowest: Array(slowest),
             criticalPath: path.reversed(),
-            seeds: core.seedSlots.map(core.name)
+            seeds: core.seedSlots.map(core.name),
+            createdOnFirstUse: (0..<core.count).filter(core.isDeferred).map(core.name)
         )
     }
 }

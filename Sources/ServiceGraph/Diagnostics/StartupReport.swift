@@ -29,6 +29,9 @@ public struct StartupReport: Sendable, CustomStringConvertible {
     /// The keys of the graph's seeds (``ServiceGraph/Builder/seed(_:fileID:line:)``), in registration
     /// order: values each scope is given when it is made, so no part of startup.
     public let seeds: [String]
+    /// The keys of the singletons the build left to their first use (only ``Lazy`` handles reach
+    /// them), in registration order: no part of startup either.
+    public let createdOnFirstUse: [String]
 
     /// The summed time of the critical path: the least the build could take, however many cores.
     public var criticalPathDuration: Duration {
@@ -44,6 +47,9 @@ public struct StartupReport: Sendable, CustomStringConvertible {
         }
         if !seeds.isEmpty {
             lines.append("Given to each scope (seeds): \(seeds.joined(separator: ", "))")
+        }
+        if !createdOnFirstUse.isEmpty {
+            lines.append("Created on first use: \(createdOnFirstUse.joined(separator: ", "))")
         }
         return lines.joined(separator: "\n")
     }
