@@ -25,9 +25,11 @@ extension ServiceGraph {
         builder.factoryTimeout = core.factoryTimeout
         builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
-        builder.registrations = RegistrationList(
+        var registrations = RegistrationList(
             (0..<core.count).lazy.map { Registration(inheritedFrom: self, at: $0) }
         )
+        registrations.scopeKinds = core.scopeKinds
+        builder.registrations = registrations
         return builder
     }
 }

@@ -102,6 +102,7 @@ extension ServiceGraphError {
             case duplicateSeed = "duplicate seed"
             case ownedSeedInUse = "owned seed in use"
             case invalidKey = "invalid key"
+            case wrongScopeKind = "wrong scope kind"
         }
 
         private let base: Base
@@ -159,6 +160,10 @@ extension ServiceGraphError {
         /// A provider provides a wrapper (`AnalyticsKey?`, which names an optional dependency) instead of
         /// a key.
         public static let invalidKey = Code(.invalidKey)
+        /// A service needs a kind of scope (``ScopeKind``) it cannot have where it is: a scope opened from
+        /// the wrong place, a service resolved from a scope of another kind, or a transient that needs
+        /// two kinds of scope neither of which is inside the other.
+        public static let wrongScopeKind = Code(.wrongScopeKind)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

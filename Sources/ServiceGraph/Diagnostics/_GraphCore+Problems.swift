@@ -212,3 +212,38 @@ extension _GraphCore {
         trapNotSingleton(key)
     }
 }
+
+extension _GraphCore {
+    /// The index of `kind` in ``scopeKinds``, for a scope of it opened from a scope of the kind at
+    /// `outer` (an index), or from the graph when `outer` is nil.
+    ///
+    /// - Throws: ``ServiceGraphError/Code/wrongScopeKind`` when the graph has no services of `kind`, or
+    ///   `kind` does not open there.
+    func scopeKindIndex(opening kind: ScopeKind, inside outer: UInt16?) throws(ServiceGraphError) -> UInt16 {
+        let outerKind = outer.map { scopeKinds[Int($0)] }
+        guard let index = scopeKinds.firstIndex(of: kind) else {
+            throw ServiceGraphError(
+                .init(
+                    .wrongScopeKind,
+                    key: kind.description,
+                    message: "the graph has no \(kind) scopes: register their services and seeds in "
+                        + "builder.inScope(_:_:)"
+                )
+            )
+        }
+        guard kind.parent == outerKind else {
+            let place = outerKind.map { "a \($0) scope" } ?? "the graph"
+            let opener =
+                kind.parent.map { "a \($0) scope: use makeScope(_:seeding:) on one" }
+                ?? "the graph: use graph.makeScope(_:seeding:)"
+            throw ServiceGraphError(
+                .init(
+                    .wrongScopeKind,
+                    key: kind.description,
+                    message: "\(kind) scopes cannot be opened from \(place); they are opened from \(opener)"
+                )
+            )
+        }
+        return UInt16(index)
+    }
+}

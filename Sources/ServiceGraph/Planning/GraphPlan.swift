@@ -41,8 +41,18 @@ struct GraphPlan: Sendable {
     /// Per slot, whether it is a singleton the build leaves to its first use (see
     /// ``deferredSingletons(lifetimes:edges:edgeKinds:order:)``); nil when no edge is lazy.
     let deferred: [Bool]?
+    /// The kinds of scope the registrations name, the default first (see ``ScopeKind``).
+    var scopeKinds: [ScopeKind] { providers.scopeKinds }
+    /// Per slot, the index in ``scopeKinds`` of a scoped service's or seed's kind (0 for every other
+    /// service); nil when the graph names no kind but the default.
+    let slotScopeKinds: [UInt16]?
 
     var count: Int { providers.count }
+
+    /// The kind of scope of the scoped service or seed at `slot`; the default for any other.
+    func scopeKind(of slot: Int) -> ScopeKind {
+        scopeKinds[Int(slotScopeKinds?[slot] ?? 0)]
+    }
 
     init(_ registrations: RegistrationList) {
         var table = KeyTable(capacity: registrations.count)
@@ -63,6 +73,7 @@ struct GraphPlan: Sendable {
         if !isPlain {
             table = KeyTable(capacity: registrations.count)
             providers = RegistrationList()
+            providers.scopeKinds = registrations.scopeKinds
             for registration in registrations where !registration.isOverride {
                 if let existing = table.insert(registration.keyID) {
                     let first = providers[existing]
@@ -83,8 +94,11 @@ struct GraphPlan: Sendable {
             if let slot = table.slot(for: registration.keyID) {
                 let replaced = providers[slot]
                 if replaced.isSeed { replacedSeeds.insert(slot) }
-                providers[slot] =
+                var replacement =
                     registration.inheritsLifetime ? registration.with(lifetime: replaced.lifetime) : registration
+                // An override registered outside any kind of scope keeps the kind it replaces.
+                if replacement.scopeKind == 0 { replacement.scopeKind = replaced.scopeKind }
+                providers[slot] = replacement
                 overridden[slot] = true
             } else {
                 unknownOverrides.append(registration)
@@ -156,6 +170,9 @@ struct GraphPlan: Sendable {
         self.edgeKinds = edgeKinds
         self.absentOptionals = absentOptionals
         self.order = Topology.order(of: edges)
+        self.slotScopeKinds =
+            providers.scopeKinds.count > 1
+            ? providers.indices.map { providers[$0].lifetime == .scoped ? providers[$0].scopeKind : 0 } : nil
         self.deferred =
             edgeKinds?.contains(.lazy) == true || providers.mayHaveFirstUseSingletons
             ? Self.deferredSingletons(

@@ -31,6 +31,7 @@ extension Registration {
             registration.isInherited = true
             registration.isSeed = core.isSeed(slot)
             registration.isCreatedOnFirstUse = isCreatedOnFirstUse
+            registration.scopeKind = core.scopeKindIndex(of: slot)
             return registration
         }
         self = inherit(core.key(at: slot))

@@ -23,6 +23,9 @@ struct Registration: Sendable {
     /// A child graph's view of a parent's singleton that the parent creates on first use: the child
     /// creates its view on first use too, so that building a child creates nothing in its parent.
     var isCreatedOnFirstUse = false
+    /// For a scoped service or a seed: its kind of scope, an index into the registration list's
+    /// ``RegistrationList/scopeKinds`` (0: ``ScopeKind/default``).
+    var scopeKind: UInt16 = 0
 
     init(
         key: any ServiceKey.Type,
@@ -42,7 +45,7 @@ struct Registration: Sendable {
 
     /// This registration with another lifetime (an override taking the one it replaces).
     func with(lifetime: Lifetime) -> Registration {
-        Registration(
+        var registration = Registration(
             key: key,
             lifetime: lifetime,
             dependencies: dependencies,
@@ -50,6 +53,9 @@ struct Registration: Sendable {
             factory: factory,
             isOverride: isOverride
         )
+        registration.isWrapperKey = isWrapperKey
+        registration.scopeKind = scopeKind
+        return registration
     }
 
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }

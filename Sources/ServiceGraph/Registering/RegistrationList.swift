@@ -25,6 +25,8 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     /// Whether a registration appended (or written) here is created on first use whatever depends on
     /// it (``Registration/isCreatedOnFirstUse``). Never reset, so a superset.
     private(set) var mayHaveFirstUseSingletons = false
+    /// The kinds of scope the registrations name (``Registration/scopeKind``), the default first.
+    var scopeKinds: [ScopeKind] = [.default]
 
     init() {}
 
@@ -69,6 +71,7 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     mutating func removeAll(where shouldBeRemoved: (Registration) throws -> Bool) rethrows {
         guard try contains(where: shouldBeRemoved) else { return }
         var kept = RegistrationList()
+        kept.scopeKinds = scopeKinds
         for registration in self where try !shouldBeRemoved(registration) { kept.append(registration) }
         self = kept
     }

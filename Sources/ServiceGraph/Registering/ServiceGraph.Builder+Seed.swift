@@ -32,7 +32,47 @@ extension ServiceGraph.Builder {
             isOverride: false
         )
         registration.isSeed = true
+        registration.scopeKind = currentScopeKind
         registration.isWrapperKey = Key._dependencyKind != .direct
         registrations.append(consume registration)
+    }
+}
+
+extension ServiceGraph.Builder {
+    /// Registers, in `body`, the scoped services and seeds of scopes of `kind`: each scope of that
+    /// kind has its own instances and is given its own seeds; scopes of kinds nested inside it read
+    /// them. Singletons and transients registered in `body` are the graph's, as anywhere else.
+    ///
+    /// ```swift
+    /// builder.inScope(.session) { session in
+    ///     session.seed(SessionUserKey.self)
+    ///     session.provide(CartKey.self, lifetime: .scoped, dependsOn: SessionUserKey.self) { Cart(owner: $0) }
+    /// }
+    /// builder.inScope(.request) { request in
+    ///     request.seed(IncomingRequestKey.self)
+    ///     request.provide(CheckoutKey.self, lifetime: .scoped, dependsOn: IncomingRequestKey.self, CartKey.self) {
+    ///         Checkout(request: $0, cart: $1)
+    ///     }
+    /// }
+    /// let session = try graph.makeScope(.session, seeding: ScopeSeed(SessionUserKey.self, user))
+    /// let request = try session.makeScope(.request, seeding: ScopeSeed(IncomingRequestKey.self, incoming))
+    /// ```
+    ///
+    /// Validation refuses a scoped service that depends on one of a kind its scopes are not within
+    /// (a session's service on a request's: ``ServiceGraphError/Code/captiveDependency``).
+    public mutating func inScope(_ kind: ScopeKind, _ body: (inout Self) throws -> Void) rethrows {
+        let outer = currentScopeKind
+        currentScopeKind = scopeKindIndex(kind)
+        defer { currentScopeKind = outer }
+        try body(&self)
+    }
+
+    /// The index of `kind` in the registrations' kinds, added if new (and its parents first).
+    private mutating func scopeKindIndex(_ kind: ScopeKind) -> UInt16 {
+        if let parent = kind.parent { _ = scopeKindIndex(parent) }
+        if let index = registrations.scopeKinds.firstIndex(of: kind) { return UInt16(index) }
+        precondition(registrations.scopeKinds.count < Int(UInt16.max), "too many kinds of scope")
+        registrations.scopeKinds.append(kind)
+        return UInt16(registrations.scopeKinds.count - 1)
     }
 }

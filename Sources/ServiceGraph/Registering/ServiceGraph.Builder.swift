@@ -27,6 +27,9 @@ extension ServiceGraph {
         let validatedPlans = ValidatedPlanCache()
         /// For a child graph's builder: the graph it is a child of.
         var parent: ServiceGraph?
+        /// The kind of scope that scoped services and seeds registered now belong to (see
+        /// ``inScope(_:_:)``): an index into the registrations' ``RegistrationList/scopeKinds``.
+        var currentScopeKind: UInt16 = 0
 
         /// How long a ``LifecycleHooks/didAdd()`` or ``LifecycleHooks/willRemove()`` may run before the
         /// graph abandons it with ``ServiceGraphError/Code/hookTimedOut`` and goes on (cleaning up after
@@ -256,6 +259,7 @@ extension ServiceGraph.Builder {
         registration.inheritsLifetime = lifetime == nil
         // Decided where `provide` is inlined, where the key's type is known: a constant there.
         registration.isWrapperKey = isWrapperKey
+        registration.scopeKind = currentScopeKind
         registrations.append(consume registration)
     }
 }

@@ -61,9 +61,13 @@ extension _GraphCore {
     /// seed given for a key whose seed an override (or a child graph's own provider) replaced is left
     /// out: code that seeds its scopes keeps working in a test that fixes the value.
     ///
+    /// Only the seeds of scopes of the kind at `kind` (an index in ``scopeKinds``) are placed; one of
+    /// another kind is unexpected.
+    ///
     /// - Throws: Every key missing, given twice or not a seed, at once, before anything is made.
-    func placedSeeds(_ seeds: [ScopeSeed]) throws(ServiceGraphError) -> [PlacedSeed] {
+    func placedSeeds(_ seeds: [ScopeSeed], kind: UInt16 = 0) throws(ServiceGraphError) -> [PlacedSeed] {
         if seeds.isEmpty && seedSlots.isEmpty { return [] }
+        let seedSlots = slotScopeKinds == nil ? seedSlots : seedSlots.filter { scopeKindIndex(of: $0) == kind }
         // Indexed by position in `seedSlots` (sorted): a scope costs its seeds, not the graph's size.
         var given: [ScopeSeed?] = Array(repeating: nil, count: seedSlots.count)
         var problems: [ServiceGraphError.Problem] = []
@@ -87,6 +91,19 @@ extension _GraphCore {
             guard let position = Self.position(of: slot, in: seedSlots) else {
                 if Self.position(of: slot, in: replacedSeedSlots) != nil { continue }
                 guard reported.insert(ObjectIdentifier(seed.key)).inserted else { continue }
+                if isSeed(slot) {
+                    let (own, other) = (scopeKinds[Int(kind)], scopeKind(of: slot))
+                    problems.append(
+                        .init(
+                            .unexpectedSeed,
+                            key: name,
+                            site: site(slot),
+                            message: "\(name) was given to a \(own) scope, but it is a seed of \(other) scopes; "
+                                + "give it where a \(other) scope is made"
+                        )
+                    )
+                    continue
+                }
                 problems.append(
                     .init(
                         .unexpectedSeed,
@@ -114,8 +131,11 @@ extension _GraphCore {
                     .missingSeed,
                     key: name,
                     site: site(slot),
-                    message: "\(name) is a seed of the graph's scopes, but the scope was not given its value "
-                        + "(makeScope(seeding:) takes a ScopeSeed for each seed)"
+                    message: slotScopeKinds == nil
+                        ? "\(name) is a seed of the graph's scopes, but the scope was not given its value "
+                            + "(makeScope(seeding:) takes a ScopeSeed for each seed)"
+                        : "\(name) is a seed of \(scopeKinds[Int(kind)]) scopes, but the scope was not given its value "
+                            + "(makeScope(_:seeding:) takes a ScopeSeed for each seed of its kind)"
                 )
             )
         }

@@ -203,7 +203,33 @@ public final class ServiceGraph: Sendable {
     /// Opens a child scope given the values of the graph's seeds, as an array; see
     /// ``makeScope(seeding:)-(ScopeSeed...)``.
     public func makeScope(seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
-        let placed = try _core.claimingHooks(of: _core.placedSeeds(seeds))
+        try openScope(kind: 0, parent: nil, seeds: seeds)
+    }
+
+    /// Opens a scope of `kind`, a kind the graph opens (declared without a parent), given the values
+    /// of that kind's seeds; see ``makeScope(seeding:)-(ScopeSeed...)`` and ``ScopeKind``.
+    ///
+    /// ```swift
+    /// let session = try graph.makeScope(.session, seeding: ScopeSeed(SessionUserKey.self, user))
+    /// ```
+    ///
+    /// - Throws: As ``makeScope(seeding:)-(ScopeSeed...)``, for the seeds of `kind`;
+    ///   ``ServiceGraphError/Code/wrongScopeKind`` when `kind` opens inside another kind, or the graph
+    ///   has no services of that kind.
+    public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
+        try makeScope(kind, seeding: seeds)
+    }
+
+    /// Opens a scope of `kind` given its seeds, as an array; see ``makeScope(_:seeding:)-(_,ScopeSeed...)``.
+    public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
+        try openScope(kind: _core.scopeKindIndex(opening: kind, inside: nil), parent: nil, seeds: seeds)
+    }
+
+    /// Opens a scope of the kind at `kind` (an index in the core's ``_GraphCore/scopeKinds``), from
+    /// `parent` or from the graph: its seeds are placed and claimed, and it is registered with the
+    /// graph (whose shutdown closes it) and, by the caller, with its parent.
+    func openScope(kind: UInt16, parent: ServiceScope?, seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
+        let placed = try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind))
         // Names only for a listener, and made outside the lock (a key's name may run the key's code).
         let names =
             _core.events.isEnabled && !placed.isEmpty ? placed.map { _core.name($0.slot) }.joined(separator: ", ") : nil
@@ -214,7 +240,14 @@ public final class ServiceGraph: Sendable {
                 }
                 let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
                 state.scopeLayout = layout
-                let scope = ServiceScope(graph: self, layout: layout, id: state.nextID, seeds: placed)
+                let scope = ServiceScope(
+                    graph: self,
+                    layout: layout,
+                    id: state.nextID,
+                    seeds: placed,
+                    kind: kind,
+                    parent: parent
+                )
                 state.scopes[state.nextID] = WeakReference(scope)
                 state.nextID += 1
                 state.unfinished += 1

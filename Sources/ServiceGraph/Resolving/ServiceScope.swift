@@ -16,6 +16,11 @@ public final class ServiceScope: Sendable {
     /// The graph's core, for the library's code that is not inlined into clients.
     var core: _GraphCore { _core }
     let id: Int
+    /// The scope's kind: an index in the graph's ``_GraphCore/scopeKinds`` (0: ``ScopeKind/default``).
+    let kind: UInt16
+    /// The scope this one was opened from (a scope of the parent kind), kept alive by this one; nil for
+    /// a scope opened from the graph.
+    let parent: ServiceScope?
     private weak let graph: ServiceGraph?
     /// The created instances, read without a lock.
     private let instances: _GraphCore.ScopeCells
@@ -40,14 +45,26 @@ public final class ServiceScope: Sendable {
         /// The claims on the hooks of the seeds the caller owns: held while the scope is open, so that no
         /// scoped service that hands one out runs its hooks, and given back unrun.
         var callerSeedClaims: [InstanceHooks] = []
+        /// The scopes opened from this one, weakly (a child keeps its parent alive, not the reverse):
+        /// closed before this one releases anything.
+        var children: [WeakReference<ServiceScope>] = []
     }
 
     /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
     /// each is published at once, and listed first among the created instances, so it is released last.
-    init(graph: ServiceGraph, layout: _GraphCore.ScopeLayout, id: Int, seeds: [_GraphCore.PlacedSeed] = []) {
+    init(
+        graph: ServiceGraph,
+        layout: _GraphCore.ScopeLayout,
+        id: Int,
+        seeds: [_GraphCore.PlacedSeed] = [],
+        kind: UInt16 = 0,
+        parent: ServiceScope? = nil
+    ) {
         self._core = graph._core
         self.graph = graph
         self.id = id
+        self.kind = kind
+        self.parent = parent
         let instances = _GraphCore.ScopeCells(layout: layout)
         var state = State()
         for placed in seeds {
@@ -224,7 +241,33 @@ public final class ServiceScope: Sendable {
     /// not retained: for a resolve in flight, which keeps it alive (see ``_GraphCore/ScopeCells``).
     @usableFromInline
     func _publishedBox(at slot: Int) -> _GraphCore._PublishedBox? {
-        instances.box(at: slot)
+        guard _core.scopeKindIndex(of: slot) != kind else { return instances.box(at: slot) }
+        return try? _owner(of: slot).instances.box(at: slot)
+    }
+
+    /// The scope that owns the scoped service or seed at `slot`: this one, or the enclosing scope of the
+    /// service's kind (``ScopeKind``).
+    ///
+    /// - Throws: ``ServiceGraphError/Code/wrongScopeKind`` when neither this scope nor any it was opened
+    ///   from is of that kind.
+    func _owner(of slot: Int) throws(ServiceGraphError) -> ServiceScope {
+        let owner = _core.scopeKindIndex(of: slot)
+        var scope: ServiceScope? = self
+        while let candidate = scope {
+            if candidate.kind == owner { return candidate }
+            scope = candidate.parent
+        }
+        let name = _core.name(slot)
+        let (wanted, own) = (_core.scopeKind(of: slot), _core.scopeKinds[Int(kind)])
+        throw ServiceGraphError(
+            .init(
+                .wrongScopeKind,
+                key: name,
+                site: _core.site(slot),
+                message: "\(name) belongs to \(wanted) scopes, and this \(own) scope is not one nor inside one; "
+                    + "resolve it from a \(wanted) scope"
+            )
+        )
     }
 
     /// The box of the instance at `slot` if it is a scoped service already created and the scope is
@@ -362,7 +405,7 @@ public final class ServiceScope: Sendable {
     /// `waitingForAnother`, only after that close finished.
     private func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
         enum Role {
-            case close([Task<Void, any Error>])
+            case close([Task<Void, any Error>], [ServiceScope])
             case wait
             case done
         }
@@ -370,7 +413,7 @@ public final class ServiceScope: Sendable {
             switch state.closing.start() {
             case .run:
                 resolves.close()
-                return .close(Array(state.creating.values))
+                return .close(Array(state.creating.values), state.children.compactMap(\.object).reversed())
             case .running: return waitingForAnother ? .wait : .done
             case .finished: return .done
             }
@@ -381,7 +424,10 @@ public final class ServiceScope: Sendable {
         case .wait:
             _ = await state.outcome(of: \.closing)
             return nil
-        case .close(let pending):
+        case .close(let pending, let children):
+            // The scopes opened from this one first, newest first: they read this one's instances.
+            var childProblems: [ServiceGraphError.Problem] = []
+            for child in children { childProblems += await child.closeForShutdown() }
             await resolves.drained()
             for task in pending {
                 _ = try? await task.value
@@ -398,7 +444,7 @@ public final class ServiceScope: Sendable {
             let started = created.compactMap { entry in
                 entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
             }
-            let problems = await Lifecycle.release(started, of: _core)
+            let problems = childProblems + (await Lifecycle.release(started, of: _core))
             for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
             _core.events.send(ServiceGraphEvent(.scopeClosed))
             // Drop the scope's references most recent first, as the hooks ran.
@@ -410,6 +456,40 @@ public final class ServiceScope: Sendable {
             return problems
         }
     }
+
+    /// Opens a scope of `kind` inside this one, given the values of that kind's seeds: `kind` must be
+    /// declared inside this scope's kind (``ScopeKind/init(_:inside:)``). The new scope reads this one's
+    /// scoped services and seeds, keeps this one alive, and is closed before it.
+    ///
+    /// ```swift
+    /// let session = try graph.makeScope(.session, seeding: ScopeSeed(SessionUserKey.self, user))
+    /// let request = try session.makeScope(.request, seeding: ScopeSeed(IncomingRequestKey.self, incoming))
+    /// let checkout = try await request.resolve(CheckoutKey.self)   // the session's cart, this request
+    /// ```
+    ///
+    /// - Throws: As ``ServiceGraph/makeScope(_:seeding:)-(_,ScopeSeed...)``, and
+    ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing.
+    public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
+        try makeScope(kind, seeding: seeds)
+    }
+
+    /// Opens a scope of `kind` inside this one given its seeds, as an array; see
+    /// ``makeScope(_:seeding:)-(_,ScopeSeed...)``.
+    public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
+        let index = try _core.scopeKindIndex(opening: kind, inside: self.kind)
+        guard let graph else { throw ServiceGraphError(_core.shutDownProblem("a new scope")) }
+        // Under this scope's lock, so that a close that starts now finds the child and closes it first.
+        return try state.withLock { state throws(ServiceGraphError) in
+            guard !state.closing.hasStarted else { throw ServiceGraphError(closedProblem("a new scope")) }
+            let child = try graph.openScope(kind: index, parent: self, seeds: seeds)
+            state.children.removeAll { $0.object == nil }
+            state.children.append(WeakReference(child))
+            return child
+        }
+    }
+
+    /// The scope's kind.
+    public var scopeKind: ScopeKind { _core.scopeKinds[Int(kind)] }
 
     /// Whether ``close()`` has been called (or the graph has shut down, or the scope is closing).
     public var isClosed: Bool { state.withLock { $0.closing.hasStarted } }

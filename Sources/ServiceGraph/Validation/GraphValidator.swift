@@ -25,7 +25,7 @@ struct GraphValidator {
     func findings() -> Findings {
         Findings(
             problems: registrationProblems() + wrapperKeys() + optionalWrappers() + missingProviders() + cycles()
-                + captiveDependencies(),
+                + captiveDependencies() + scopeKindProblems(),
             unusedProviders: unusedProviders()
         )
     }

@@ -27,15 +27,20 @@ struct GraphDescription: Sendable {
         /// Whether the service is a singleton created on first use, not by the build (only ``Lazy``
         /// handles reach it).
         var isCreatedOnFirstUse = false
+        /// For a scoped service or seed of a kind of scope other than the default, the kind
+        /// (`session/request`).
+        var scopeKind: String?
 
         /// The lifetime as the dumps print it: "scoped seed" for a seed, "singleton function" (or
         /// scoped, transient) for a factory with arguments, "lazy singleton" for a singleton created on
         /// first use.
         var lifetimeLabel: String {
-            isSeed
+            let label =
+                isSeed
                 ? "scoped seed"
                 : arguments != nil
                     ? "\(lifetime) function" : isCreatedOnFirstUse ? "lazy singleton" : lifetime.description
+            return scopeKind.map { "\(label) in \($0)" } ?? label
         }
     }
 
@@ -99,6 +104,9 @@ struct GraphDescription: Sendable {
             )
             service.arguments = (provider.key as? any ArgumentFactoryKey.Type)?.argumentNames
             service.isCreatedOnFirstUse = plan.deferred?[slot] ?? false
+            if let kind = plan.slotScopeKinds?[slot], kind != 0 {
+                service.scopeKind = plan.scopeKinds[Int(kind)].description
+            }
             return service
         }
         edgeKinds = plan.edgeKinds
@@ -151,6 +159,7 @@ struct GraphDescription: Sendable {
             )
             service.arguments = (key as? any ArgumentFactoryKey.Type)?.argumentNames
             service.isCreatedOnFirstUse = core.isDeferred(slot)
+            if core.scopeKindIndex(of: slot) != 0 { service.scopeKind = core.scopeKind(of: slot).description }
             return service
         }
         edges = Edges(

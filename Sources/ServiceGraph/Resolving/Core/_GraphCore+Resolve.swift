@@ -71,7 +71,8 @@ extension _GraphCore {
             }
         case .scoped:
             guard let scope else { throw ServiceGraphError(scopeRequired(slot)) }
-            return try await scope._instanceBox(at: slot)
+            // A service of an outer kind of scope is the outer scope's.
+            return try await scope._owner(of: slot)._instanceBox(at: slot)
         case .singleton:
             if isDeferred(slot), let deferredSingletons { return try await deferredSingletons.box(at: slot, in: self) }
             // A built graph has every other singleton, and a build starts a factory only once its

@@ -37,6 +37,11 @@ final class _GraphCore: @unchecked Sendable {
     /// The declared dependencies of the providers that have optional ones, by slot: what a child graph
     /// inherits (it may provide a key that is absent here).
     let declaredDependencies: [Int: _DependencyKeys]
+    /// The kinds of scope the graph names, the default first (see ``ScopeKind``).
+    let scopeKinds: [ScopeKind]
+    /// Per slot, the index in ``scopeKinds`` of a scoped service's or seed's kind (0 otherwise); nil
+    /// when the graph names no kind but the default.
+    let slotScopeKinds: [UInt16]?
     /// How long a lifecycle hook may run before it is abandoned; nil waits forever.
     let hookTimeout: Duration?
     /// How long an asynchronous singleton or scoped factory may run before it is abandoned.
@@ -133,6 +138,8 @@ final class _GraphCore: @unchecked Sendable {
         self.records = records
         self.seedSlots = seedSlots
         self.replacedSeedSlots = plan.replacedSeedSlots
+        self.scopeKinds = plan.scopeKinds
+        self.slotScopeKinds = plan.slotScopeKinds
         self.edgeKinds = plan.edgeKinds
         self.absentOptionals = plan.absentOptionals
         var declaredDependencies: [Int: _DependencyKeys] = [:]
@@ -222,6 +229,17 @@ final class _GraphCore: @unchecked Sendable {
     }
 
     func name(_ slot: Int) -> String { keyNames.name(slot) }
+
+    /// The index in ``scopeKinds`` of the kind of the scoped service or seed at `slot` (0 otherwise).
+    @inline(__always)
+    func scopeKindIndex(of slot: Int) -> UInt16 {
+        slotScopeKinds?[slot] ?? 0
+    }
+
+    /// The kind of scope of the scoped service or seed at `slot`; the default for any other.
+    func scopeKind(of slot: Int) -> ScopeKind {
+        scopeKinds[Int(scopeKindIndex(of: slot))]
+    }
 
     /// Whether the service at `slot` is a seed, given to each scope when it is made.
     @usableFromInline

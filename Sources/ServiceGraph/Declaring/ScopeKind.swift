@@ -1,0 +1,48 @@
+/// A kind of ``ServiceScope``: one level of nested scopes, such as a user's session and the requests
+/// served inside it.
+///
+/// Kinds are names with a place in a tree: a kind declared `inside` another is opened from a scope of
+/// that kind (``ServiceScope/makeScope(_:seeding:)-(_,ScopeSeed...)``), and its scopes read the outer
+/// scope's services and seeds; a kind with no parent is opened from the graph. Scoped services and
+/// seeds registered in ``ServiceGraph/Builder/inScope(_:_:)`` belong to that kind, the others to
+/// ``default``.
+///
+/// ```swift
+/// extension ScopeKind {
+///     static let session = ScopeKind("session")
+///     static let request = ScopeKind("request", inside: .session)
+/// }
+/// ```
+public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
+    /// The kind's name, then its parents' names, innermost first.
+    let names: [String]
+
+    /// A kind named `name`, opened from scopes of `parent`, or from the graph when `parent` is nil.
+    public init(_ name: String, inside parent: ScopeKind? = nil) {
+        names = [name] + (parent?.names ?? [])
+    }
+
+    /// The kind of the scoped services and seeds registered outside ``ServiceGraph/Builder/inScope(_:_:)``,
+    /// and of ``ServiceGraph/makeScope()``'s scopes.
+    public static let `default` = ScopeKind("scope")
+
+    /// The kind's name.
+    public var name: String { names[0] }
+
+    /// The kind whose scopes open scopes of this one; nil for a kind the graph opens.
+    public var parent: ScopeKind? {
+        names.count > 1 ? ScopeKind(names: Array(names.dropFirst())) : nil
+    }
+
+    /// The name, with its parents' before it for a nested kind: `session/request`.
+    public var description: String { names.reversed().joined(separator: "/") }
+
+    private init(names: [String]) {
+        self.names = names
+    }
+
+    /// Whether scopes of this kind are this kind or inside scopes of `outer` (at any depth).
+    func isWithin(_ outer: ScopeKind) -> Bool {
+        names.count >= outer.names.count && names.suffix(outer.names.count).elementsEqual(outer.names)
+    }
+}
