@@ -90,7 +90,13 @@ struct SingletonBuild {
         }
         guard problems.isEmpty else {
             let (now, later, inUse) = partitionStartedByAbandonedWork()
-            problems += await Lifecycle.release(now, of: core)
+            // Singletons created on first use during the build (a factory read a lazy handle) go with
+            // the rest, each before what it uses; one still being created removes itself when done.
+            let createdOnFirstUse = core.deferredSingletons?.closeWithoutWaiting() ?? []
+            problems += await Lifecycle.release(
+                DeferredSingletons.releaseOrder(with: now, and: createdOnFirstUse, in: core),
+                of: core
+            )
             // The singletons abandoned work may still read stay in their slots until it ends: a slot is
             // read unretained, so emptying it under a reader would free the instance as it is taken.
             core.releaseSingletons(keeping: inUse)

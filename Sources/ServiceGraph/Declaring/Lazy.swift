@@ -95,14 +95,21 @@ public final class _LazyCell: Sendable {
     /// Makes the value, or waits for the use that is making it. Out of line: the cold path.
     @usableFromInline
     nonisolated(nonsending) func make<Key: ServiceKey>(_ key: Key.Type) async throws -> _AnyBox {
-        let task = making.withLock { making -> Task<_AnyBox, any Error>? in
+        let task = try making.withLock { making throws(ServiceGraphError) -> Task<_AnyBox, any Error>? in
             if madeBox() != nil { return nil }
-            if let making { return making }
+            if let making {
+                // This task is inside that first use (its chain came back through this handle): waiting
+                // for it would never end.
+                if _ResolutionTrail.isMaking(0, of: self) { throw Self.reentrantError(Key.serviceName) }
+                return making
+            }
             // A task of its own, so that a cancelled first user does not fail the others; it inherits
             // the resolution trail, so a factory asking for what it is making is still refused.
             let task = Task { [handle] in
                 do {
-                    let box = try await handle.box(of: key)
+                    let box = try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: 0, of: self)) {
+                        try await handle.box(of: key)
+                    }
                     // The only writer: later uses find the value and never start a task.
                     made.store(.passRetained(box), ordering: .releasing)
                     self.making.withLock { $0 = nil }
@@ -117,5 +124,16 @@ public final class _LazyCell: Sendable {
         }
         guard let task else { return madeBox()! }
         return try await task.value
+    }
+
+    private static func reentrantError(_ name: String) -> ServiceGraphError {
+        ServiceGraphError(
+            .init(
+                .reentrantResolution,
+                key: name,
+                message: "a lazy handle of \(name) was used while its first use was making \(name): a factory or "
+                    + "hook that making it calls reads the same handle (a cycle the declared dependencies do not show)"
+            )
+        )
     }
 }

@@ -15,6 +15,9 @@ final class DeferredSingletons: Sendable {
         /// Every created instance's slot, in creation order (for dumps).
         var created: [Int] = []
         var isClosed = false
+        /// Whether the close waits for the creations under way (a shutdown) rather than leaving them to
+        /// remove what they make (a failed build).
+        var waitsForCreations = true
     }
 
     let cells: _GraphCore.ScopeCells
@@ -34,7 +37,8 @@ final class DeferredSingletons: Sendable {
     nonisolated(nonsending) func box(at slot: Int, in core: _GraphCore) async throws -> _AnyBox {
         if let box = cells.box(at: slot) { return box.box.takeUnretainedValue() }
         let task = state.withLock { state -> Task<Void, any Error>? in
-            if state.isClosed { return nil }
+            // Created since the first look: its creation published it under this lock.
+            if cells.box(at: slot) != nil || state.isClosed { return nil }
             if let task = state.creating[slot] { return task }
             let task = UnretainingTask.start { try await self.create(slot, in: core) }
             state.creating[slot] = task
@@ -85,11 +89,20 @@ final class DeferredSingletons: Sendable {
                     throw error
                 }
             }
-            state.withLock { state in
+            let isClosed = state.withLock { state in
                 state.creating[slot] = nil
+                // Closed meanwhile by a failed build, which did not wait: not published, and removed here.
+                if state.isClosed && !state.waitsForCreations { return true }
                 cells.publish(box, at: slot)
                 state.created.append(slot)
                 if let hooks { state.started.append(StartedService(slot: slot, hooks: hooks)) }
+                return false
+            }
+            if isClosed {
+                if let hooks {
+                    _ = await Lifecycle.releaseInPlace([StartedService(slot: slot, hooks: hooks)], of: core)
+                }
+                throw core.shutDownError(at: slot)
             }
         }
     }
@@ -109,6 +122,18 @@ final class DeferredSingletons: Sendable {
             throw FactoryTimedOut(limit: limit)
         }
         return made.withLock { $0 }!
+    }
+
+    /// Refuses new creations without waiting for those under way, which remove what they make
+    /// themselves: a failed build's, which must not wait for a factory that may never end.
+    ///
+    /// - Returns: The created instances whose hooks this graph runs, in creation order.
+    func closeWithoutWaiting() -> [StartedService] {
+        state.withLock { state in
+            state.isClosed = true
+            state.waitsForCreations = false
+            return state.started
+        }
     }
 
     /// The slots of the instances created so far, in creation order.
