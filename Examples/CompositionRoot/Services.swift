@@ -161,17 +161,39 @@ struct IncomingRequest: Sendable {
     let email: String
 }
 
-/// Handles one sign-up request, using the request's context.
+/// The operator logged in to the back office: known only at login, so each session scope is seeded
+/// with it.
+struct Operator: Sendable {
+    let email: String
+}
+
+/// One operator's session: lives from login to logout, shared by every request made in it.
+final class OperatorSession: LifecycleHooks {
+    let operatorEmail: String
+    let journal: Journal
+
+    init(operator: Operator, journal: Journal) {
+        self.operatorEmail = `operator`.email
+        self.journal = journal
+    }
+
+    func didAdd() async throws { journal.record("didAdd OperatorSession(\(operatorEmail))") }
+    func willRemove() async throws { journal.record("willRemove OperatorSession(\(operatorEmail))") }
+}
+
+/// Handles one sign-up request, using the request's context and the session it is made in.
 struct SignupHandler: Sendable {
     let context: RequestContext
     let signup: SignupService
     let request: IncomingRequest
+    let session: OperatorSession
 
     func handle() -> String {
         let email = request.email
         do {
             let user = try signup.signUp(email: email)
-            return "request #\(context.requestID): signed up \(user.email) at tick \(user.createdAt)"
+            return "request #\(context.requestID) by \(session.operatorEmail): signed up \(user.email) at tick "
+                + "\(user.createdAt)"
         } catch {
             return "request #\(context.requestID): refused \(email) (\(error))"
         }

@@ -1,5 +1,11 @@
 import ServiceGraph
 
+// Two kinds of scope: an operator's session, and the requests served inside it.
+extension ScopeKind {
+    static let session = ScopeKind("session")
+    static let request = ScopeKind("request", inside: .session)
+}
+
 // Keys name the services and fix their types.
 enum JournalKey: ServiceKey { typealias Value = Journal }
 enum ConfigKey: ServiceKey { typealias Value = AppConfig }
@@ -9,6 +15,8 @@ enum StoreKey: ServiceKey { typealias Value = InMemoryStore }
 enum UserRepositoryKey: ServiceKey { typealias Value = UserRepository }
 enum EmailOutboxKey: ServiceKey { typealias Value = EmailOutbox }
 enum MailRelayKey: ServiceKey { typealias Value = any MailRelay }
+enum OperatorKey: ServiceKey { typealias Value = Operator }
+enum OperatorSessionKey: ServiceKey { typealias Value = OperatorSession }
 enum IncomingRequestKey: ServiceKey { typealias Value = IncomingRequest }
 enum RequestContextKey: ServiceKey { typealias Value = RequestContext }
 enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
@@ -35,31 +43,42 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
         EmailOutbox(logger: $0, journal: $1, relay: $2)
     }
     builder.provide(SignupService.self, lifetime: .transient)
-    // Each request scope is given the request it serves (`graph.makeScope(seeding:)`).
-    builder.seed(IncomingRequestKey.self)
-    builder.provide(
-        RequestContextKey.self,
-        lifetime: .scoped,
-        dependsOn: IncomingRequestKey.self,
-        LoggerKey.self,
-        JournalKey.self
-    ) {
-        RequestContext(requestID: $0.id, logger: $1, journal: $2)
+    // Each session scope is given the operator who logged in (`graph.makeScope(.session, seeding:)`).
+    builder.inScope(.session) { session in
+        session.seed(OperatorKey.self)
+        session.provide(OperatorSessionKey.self, lifetime: .scoped, dependsOn: OperatorKey.self, JournalKey.self) {
+            OperatorSession(operator: $0, journal: $1)
+        }
+    }
+    // Each request scope, opened in a session, is given the request it serves
+    // (`session.makeScope(.request, seeding:)`).
+    builder.inScope(.request) { request in
+        request.seed(IncomingRequestKey.self)
+        request.provide(
+            RequestContextKey.self,
+            lifetime: .scoped,
+            dependsOn: IncomingRequestKey.self,
+            LoggerKey.self,
+            JournalKey.self
+        ) {
+            RequestContext(requestID: $0.id, logger: $1, journal: $2)
+        }
     }
     builder.provide(
         SignupHandlerKey.self,
         lifetime: .transient,
         dependsOn: RequestContextKey.self,
         SignupService.self,
-        IncomingRequestKey.self
-    ) { context, signup, request in
-        SignupHandler(context: context, signup: signup, request: request)
+        IncomingRequestKey.self,
+        OperatorSessionKey.self
+    ) { context, signup, request, session in
+        SignupHandler(context: context, signup: signup, request: request, session: session)
     }
     // Only a lazy handle reaches the report: it is created on first use, not at startup.
     builder.provide(SignupReportKey.self, dependsOn: StoreKey.self, JournalKey.self) { store, journal in
         SignupReport(store: store, journal: journal)
     }
     builder.provide(AdminConsoleKey.self, dependsOn: Lazy<SignupReportKey>.self) { AdminConsole(report: $0) }
-    builder.declareEntryPoints(SignupHandlerKey.self)
+    builder.declareEntryPoints(SignupHandlerKey.self, AdminConsoleKey.self)
     return builder
 }

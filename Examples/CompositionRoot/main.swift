@@ -53,16 +53,25 @@ do {
     print(graph.startupReport(slowest: 3))
 
     print("\nServing requests:")
+    // The operator is known only at login: the session scope is seeded with them.
+    let session = try graph.makeScope(
+        .session,
+        seeding: ScopeSeed(OperatorKey.self, Operator(email: "ops@example.com"))
+    )
     for (id, email) in ["ada@example.com", "grace@example.com", "ada@example.com"].enumerated() {
-        // The request is known only now: the scope is seeded with it.
+        // The request is known only now: its scope, opened in the session, is seeded with it.
         let incoming = IncomingRequest(id: id + 1, email: email)
-        let request = try graph.makeScope(seeding: ScopeSeed(IncomingRequestKey.self, incoming))
+        let request = try session.makeScope(.request, seeding: ScopeSeed(IncomingRequestKey.self, incoming))
         let handler = try await request.resolve(SignupHandlerKey.self)
         let again = try await request.resolve(RequestContextKey.self)
         precondition(again === handler.context, "one RequestContext per request scope")
+        let operatorSession = try await session.resolve(OperatorSessionKey.self)
+        precondition(operatorSession === handler.session, "one OperatorSession per session scope")
         print("  " + handler.handle())
         try await request.close()
     }
+    // Logout: the session's services go (a request still open would be closed first).
+    try await session.close()
 
     // The admin console's first look creates the report (its didAdd runs now, not at startup).
     print("\nAdmin console: " + (try await graph[AdminConsoleKey.self].summary()))
