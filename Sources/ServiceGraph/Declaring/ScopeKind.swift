@@ -2,7 +2,7 @@
 /// served inside it.
 ///
 /// Kinds are names with a place in a tree: a kind declared `inside` another is opened from a scope of
-/// that kind (``ServiceScope/makeScope(_:seeding:)-(_,ScopeSeed...)``), and its scopes read the outer
+/// that kind (``ServiceScope/makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``), and its scopes read the outer
 /// scope's services and seeds; a kind with no parent is opened from the graph. Scoped services and
 /// seeds registered in ``ServiceGraph/Builder/inScope(_:_:)`` belong to that kind, the others to
 /// ``default``.

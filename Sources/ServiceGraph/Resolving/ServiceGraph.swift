@@ -220,7 +220,7 @@ public final class ServiceGraph: Sendable {
         try makeScope(kind, seeding: seeds)
     }
 
-    /// Opens a scope of `kind` given its seeds, as an array; see ``makeScope(_:seeding:)-(_,ScopeSeed...)``.
+    /// Opens a scope of `kind` given its seeds, as an array; see ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
     public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
         try openScope(kind: _core.scopeKindIndex(opening: kind, inside: nil), parent: nil, seeds: seeds)
     }

@@ -467,14 +467,14 @@ public final class ServiceScope: Sendable {
     /// let checkout = try await request.resolve(CheckoutKey.self)   // the session's cart, this request
     /// ```
     ///
-    /// - Throws: As ``ServiceGraph/makeScope(_:seeding:)-(_,ScopeSeed...)``, and
+    /// - Throws: As ``ServiceGraph/makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``, and
     ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing.
     public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
         try makeScope(kind, seeding: seeds)
     }
 
     /// Opens a scope of `kind` inside this one given its seeds, as an array; see
-    /// ``makeScope(_:seeding:)-(_,ScopeSeed...)``.
+    /// ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
     public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
         let index = try _core.scopeKindIndex(opening: kind, inside: self.kind)
         guard let graph else { throw ServiceGraphError(_core.shutDownProblem("a new scope")) }
