@@ -48,6 +48,10 @@ public final class ServiceScope: Sendable {
         /// The scopes opened from this one, weakly (a child keeps its parent alive, not the reverse):
         /// closed before this one releases anything.
         var children: [WeakReference<ServiceScope>] = []
+        /// The scopes opened from this one that have not finished (closed, or dropped and done releasing
+        /// what they owned): this one's close waits for them all.
+        var unfinishedChildren = 0
+        var childWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
@@ -101,6 +105,7 @@ public final class ServiceScope: Sendable {
             dropped.releaseInstances()
             let waiters = self.graph?.scopeFinished(id)
             waiters?.resume()
+            parent?.childFinished()
             return
         }
         let core = _core
@@ -110,10 +115,13 @@ public final class ServiceScope: Sendable {
                 _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
                 dropped.releaseInstances()
             },
-            then: { [weak graph = self.graph] in
+            then: { [weak graph = self.graph, parent] in
                 // The graph is let go before its shutdown, which may be waiting for this, resumes.
                 let waiters = graph?.scopeFinished(id)
                 waiters?.resume()
+                // The scope this one was opened from is kept until now, so that it releases nothing
+                // before this one's hooks ran, then told.
+                parent?.childFinished()
             }
         )
     }
@@ -192,7 +200,7 @@ public final class ServiceScope: Sendable {
         }
         guard _core.resolvesSynchronouslyInScope(slot) else {
             if _core.isDeferred(slot) { return try _core.valueNotResolvableSynchronously(at: slot, as: Key.Value.self) }
-            throw _core.cannotResolveSynchronouslyInScopeError(slot)
+            throw _cannotResolveSynchronouslyError(slot)
         }
         if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
         return try _core.valueSynchronously(at: slot, as: key, in: self)
@@ -428,6 +436,7 @@ public final class ServiceScope: Sendable {
             // The scopes opened from this one first, newest first: they read this one's instances.
             var childProblems: [ServiceGraphError.Problem] = []
             for child in children { childProblems += await child.closeForShutdown() }
+            await waitForChildren()
             await resolves.drained()
             for task in pending {
                 _ = try? await task.value
@@ -452,6 +461,7 @@ public final class ServiceScope: Sendable {
             let waiters = state.withLock { $0.closing.finish(with: problems) }
             let dependentsWaiters = graph?.scopeFinished(id)
             dependentsWaiters?.resume()
+            parent?.childFinished()
             waiters.resume(returning: problems)
             return problems
         }
@@ -484,12 +494,47 @@ public final class ServiceScope: Sendable {
             let child = try graph.openScope(kind: index, parent: self, seeds: seeds)
             state.children.removeAll { $0.object == nil }
             state.children.append(WeakReference(child))
+            state.unfinishedChildren += 1
             return child
         }
     }
 
     /// The scope's kind.
     public var scopeKind: ScopeKind { _core.scopeKinds[Int(kind)] }
+
+    /// The error for `slot`, which this scope cannot resolve without suspending: a scoped service of a
+    /// kind this scope is not within (no `await` would help), or one to await (out of line: cold path).
+    @usableFromInline
+    func _cannotResolveSynchronouslyError(_ slot: Int) -> ServiceGraphError {
+        if _core.lifetime(of: slot) == .scoped {
+            do { _ = try _owner(of: slot) } catch { return error }
+        }
+        return _core.cannotResolveSynchronouslyInScopeError(slot)
+    }
+
+    /// A scope opened from this one has finished: closed, or dropped and done releasing.
+    func childFinished() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.unfinishedChildren -= 1
+            guard state.unfinishedChildren == 0 else { return [] }
+            defer { state.childWaiters = [] }
+            return state.childWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until every scope opened from this one has finished (a dropped one releases in the
+    /// background).
+    private func waitForChildren() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state in
+                if state.unfinishedChildren == 0 { return true }
+                state.childWaiters.append(waiter)
+                return false
+            }
+            if done { waiter.resume() }
+        }
+    }
 
     /// Whether ``close()`` has been called (or the graph has shut down, or the scope is closing).
     public var isClosed: Bool { state.withLock { $0.closing.hasStarted } }

@@ -162,7 +162,7 @@ extension _GraphCore {
                 }
                 // A seed of the scope resolving the chain, in place from the start.
                 if let box = seedBox(at: slot) { return box.value(as: Value.self) }
-                throw core.requiresAwaitError(slot)
+                throw unavailableError(slot)
             }
             var resolver = _UnsafeResolver(self, slot: slot, depth: depth)
             do {
@@ -183,6 +183,17 @@ extension _GraphCore {
         func seedBox(at slot: Int) -> _GraphCore._PublishedBox? {
             guard buffers.lifetimes[slot] == .scoped, let scope, core.isSeed(slot) else { return nil }
             return scope._publishedBox(at: slot)
+        }
+
+        /// The error for the scoped service at `slot`, which this chain cannot read in place: of a kind of
+        /// scope the resolving scope is not within (``ServiceGraphError/Code/wrongScopeKind``), or one to
+        /// await.
+        @usableFromInline
+        func unavailableError(_ slot: Int) -> ServiceGraphError {
+            if let scope, buffers.lifetimes[slot] == .scoped {
+                do { _ = try scope._owner(of: slot) } catch { return error }
+            }
+            return core.requiresAwaitError(slot)
         }
 
         /// The value at `slot` past the recursion limit: a singleton, the value prepared for this call, or
@@ -241,7 +252,7 @@ extension _GraphCore {
                     // So is a seed of the scope (see `seedBox(at:)`).
                     if seedBox(at: dependency) != nil { continue }
                     guard buffers.lifetimes[dependency] == .transient else {
-                        throw unwinding(core.requiresAwaitError(dependency))
+                        throw unwinding(unavailableError(dependency))
                     }
                     frames.append(
                         Frame(
