@@ -91,16 +91,22 @@ struct SingletonBuild {
         guard problems.isEmpty else {
             let (now, later, inUse) = partitionStartedByAbandonedWork()
             // Singletons created on first use during the build (a factory read a lazy handle) go with
-            // the rest, each before what it uses; one still being created removes itself when done.
+            // the rest, each before what it uses, those abandoned work still uses with them once it
+            // ends; one still being created removes itself when done.
             let createdOnFirstUse = core.deferredSingletons?.closeWithoutWaiting() ?? []
+            let createdInUse = createdOnFirstUse.filter { inUse?[$0.slot] == true }
+            let createdFree = createdOnFirstUse.filter { inUse?[$0.slot] != true }
             problems += await Lifecycle.release(
-                DeferredSingletons.releaseOrder(with: now, and: createdOnFirstUse, in: core),
+                DeferredSingletons.releaseOrder(with: now, and: createdFree, in: core),
                 of: core
             )
             // The singletons abandoned work may still read stay in their slots until it ends: a slot is
             // read unretained, so emptying it under a reader would free the instance as it is taken.
             core.releaseSingletons(keeping: inUse)
-            releaseWhenAbandonedWorkEnds(later, thenTheSingletonsKept: inUse != nil)
+            releaseWhenAbandonedWorkEnds(
+                DeferredSingletons.releaseOrder(with: later, and: createdInUse, in: core),
+                thenTheSingletonsKept: inUse != nil
+            )
             let error = ServiceGraphError(problems)
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
             return .failure(error)

@@ -76,7 +76,7 @@ public final class _LazyCell: Sendable {
     private let made = Atomic<Unmanaged<_AnyBox>?>(nil)
     private let handle: _ServiceHandle
     /// The first use in progress, which later ones wait for: one value per handle, however many ask.
-    private let making = Mutex<Task<_AnyBox, any Error>?>(nil)
+    private let making = Locked<Task<_AnyBox, any Error>?>(nil)
 
     init(handle: _ServiceHandle) {
         self.handle = handle

@@ -47,7 +47,7 @@ public final class ServiceScope: Sendable {
         var callerSeedClaims: [InstanceHooks] = []
         /// The scopes opened from this one, weakly (a child keeps its parent alive, not the reverse):
         /// closed before this one releases anything.
-        var children: [WeakReference<ServiceScope>] = []
+        var children: [Int: WeakReference<ServiceScope>] = [:]
         /// The scopes opened from this one that have not finished (closed, or dropped and done releasing
         /// what they owned): this one's close waits for them all.
         var unfinishedChildren = 0
@@ -105,7 +105,7 @@ public final class ServiceScope: Sendable {
             dropped.releaseInstances()
             let waiters = self.graph?.scopeFinished(id)
             waiters?.resume()
-            parent?.childFinished()
+            parent?.childFinished(id)
             return
         }
         let core = _core
@@ -121,7 +121,7 @@ public final class ServiceScope: Sendable {
                 waiters?.resume()
                 // The scope this one was opened from is kept until now, so that it releases nothing
                 // before this one's hooks ran, then told.
-                parent?.childFinished()
+                parent?.childFinished(id)
             }
         )
     }
@@ -413,15 +413,17 @@ public final class ServiceScope: Sendable {
     /// `waitingForAnother`, only after that close finished.
     private func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
         enum Role {
-            case close([Task<Void, any Error>], [ServiceScope])
+            case close([Task<Void, any Error>], [WeakReference<ServiceScope>])
             case wait
             case done
         }
         let role = state.withLock { state -> Role in
             switch state.closing.start() {
             case .run:
-                resolves.close()
-                return .close(Array(state.creating.values), state.children.compactMap(\.object).reversed())
+                // Weak references only: a scope loaded here and released under the lock could end,
+                // and its end takes this lock.
+                let children = state.children.sorted { $0.key > $1.key }.map(\.value)
+                return .close(Array(state.creating.values), children)
             case .running: return waitingForAnother ? .wait : .done
             case .finished: return .done
             }
@@ -433,10 +435,14 @@ public final class ServiceScope: Sendable {
             _ = await state.outcome(of: \.closing)
             return nil
         case .close(let pending, let children):
-            // The scopes opened from this one first, newest first: they read this one's instances.
+            // The scopes opened from this one first, newest first: they read this one's instances, which
+            // stay readable until they are closed (only new creations are refused meanwhile).
             var childProblems: [ServiceGraphError.Problem] = []
-            for child in children { childProblems += await child.closeForShutdown() }
+            for child in children {
+                if let child = child.object { childProblems += await child.closeForShutdown() }
+            }
             await waitForChildren()
+            resolves.close()
             await resolves.drained()
             for task in pending {
                 _ = try? await task.value
@@ -461,7 +467,7 @@ public final class ServiceScope: Sendable {
             let waiters = state.withLock { $0.closing.finish(with: problems) }
             let dependentsWaiters = graph?.scopeFinished(id)
             dependentsWaiters?.resume()
-            parent?.childFinished()
+            parent?.childFinished(id)
             waiters.resume(returning: problems)
             return problems
         }
@@ -488,15 +494,27 @@ public final class ServiceScope: Sendable {
     public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
         let index = try _core.scopeKindIndex(opening: kind, inside: self.kind)
         guard let graph else { throw ServiceGraphError(_core.shutDownProblem("a new scope")) }
-        // Under this scope's lock, so that a close that starts now finds the child and closes it first.
-        return try state.withLock { state throws(ServiceGraphError) in
+        // Reserved under this scope's lock, so that a close that starts from now on waits for the child;
+        // opened outside it (opening runs the keys' and the event handler's code).
+        try state.withLock { state throws(ServiceGraphError) in
             guard !state.closing.hasStarted else { throw ServiceGraphError(closedProblem("a new scope")) }
-            let child = try graph.openScope(kind: index, parent: self, seeds: seeds)
-            state.children.removeAll { $0.object == nil }
-            state.children.append(WeakReference(child))
             state.unfinishedChildren += 1
-            return child
         }
+        let child: ServiceScope
+        do {
+            child = try graph.openScope(kind: index, parent: self, seeds: seeds)
+        } catch {
+            childFinished(nil)
+            throw error
+        }
+        let isClosing = state.withLock { state in
+            if state.closing.hasStarted { return true }
+            state.children[child.id] = WeakReference(child)
+            return false
+        }
+        // A close began meanwhile and did not see the child: it is dropped unused, and its end is waited for.
+        if isClosing { throw ServiceGraphError(closedProblem("a new scope")) }
+        return child
     }
 
     /// The scope's kind.
@@ -512,9 +530,11 @@ public final class ServiceScope: Sendable {
         return _core.cannotResolveSynchronouslyInScopeError(slot)
     }
 
-    /// A scope opened from this one has finished: closed, or dropped and done releasing.
-    func childFinished() {
+    /// A scope opened from this one has finished: closed, or dropped and done releasing (`id`, or nil
+    /// for one that failed to open).
+    func childFinished(_ id: Int?) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if let id { state.children[id] = nil }
             state.unfinishedChildren -= 1
             guard state.unfinishedChildren == 0 else { return [] }
             defer { state.childWaiters = [] }
