@@ -263,3 +263,15 @@ private struct Handles: Sendable {
     let cart: Provider<CartKey>
     let checkout: Lazy<CheckoutKey>
 }
+
+@Suite("Kinds of scope: identity")
+struct ScopeKindIdentityTests {
+    @Test func aKindNamedScopeIsNotTheDefault() {
+        #expect(ScopeKind("scope") != .default)
+        #expect(ScopeKind.default.name == "scope")
+        #expect(ScopeKind.default.description == "scope")
+        #expect(ScopeKind("request", inside: .default).description == "scope/request")
+        #expect(ScopeKind("request", inside: .default).parent == .default)
+        #expect(ScopeKind("request", inside: ScopeKind("scope")).parent != .default)
+    }
+}

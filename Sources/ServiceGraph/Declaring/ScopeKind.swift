@@ -24,10 +24,14 @@ public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
 
     /// The kind of the scoped services and seeds registered outside ``ServiceGraph/Builder/inScope(_:_:)``,
     /// and of ``ServiceGraph/makeScope()``'s scopes.
-    public static let `default` = ScopeKind("scope")
+    public static let `default` = ScopeKind(names: [defaultToken])
 
-    /// The kind's name.
-    public var name: String { names[0] }
+    /// The default kind's stored name: one no `ScopeKind("...")` written in code spells by accident, so
+    /// that a kind an application names "scope" is not the default.
+    private static let defaultToken = "\u{0}scope"
+
+    /// The kind's name ("scope" for the default).
+    public var name: String { Self.display(names[0]) }
 
     /// The kind whose scopes open scopes of this one; nil for a kind the graph opens.
     public var parent: ScopeKind? {
@@ -35,7 +39,11 @@ public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The name, with its parents' before it for a nested kind: `session/request`.
-    public var description: String { names.reversed().joined(separator: "/") }
+    public var description: String { names.reversed().map(Self.display).joined(separator: "/") }
+
+    private static func display(_ name: String) -> String {
+        name == defaultToken ? "scope" : name
+    }
 
     private init(names: [String]) {
         self.names = names
