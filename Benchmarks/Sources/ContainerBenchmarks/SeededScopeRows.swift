@@ -26,6 +26,13 @@ enum ProviderHolderKey: ServiceKey { typealias Value = Provider<ScreenOfTheDayKe
 /// A singleton only a lazy handle reaches (created on first use), and the handle's holder.
 enum HeavyReportKey: ServiceKey { typealias Value = UserSession }
 enum LazyHolderKey: ServiceKey { typealias Value = Lazy<HeavyReportKey> }
+/// A session's scoped service, read from the session and from a request scope opened in it.
+enum SessionCartKey: ServiceKey { typealias Value = UserSession }
+
+extension ScopeKind {
+    static let benchmarkSession = ScopeKind("session")
+    static let benchmarkRequest = ScopeKind("request", inside: .benchmarkSession)
+}
 
 /// Hand-wired sessions: the scope object holds the user it was made with and makes its session on
 /// first use, as the graph's scope does.
@@ -154,6 +161,32 @@ func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
     )
     try await lazyGraph.shutdown()
 
+    // Kinds of scope: a session's created scoped service read from the session itself and from a
+    // request scope opened in it, against the hand-wired session's cached property.
+    var kindsBuilder = ServiceGraph.Builder()
+    kindsBuilder.provide(LoggerKey.self) { Logger() }
+    kindsBuilder.inScope(.benchmarkSession) { session in
+        session.seed(SignedInUserKey.self)
+        session.provide(SessionCartKey.self, lifetime: .scoped, dependsOn: SignedInUserKey.self, LoggerKey.self) {
+            UserSession(user: $0, logger: $1)
+        }
+    }
+    kindsBuilder.inScope(.benchmarkRequest) { _ in }
+    let kindsGraph = try await kindsBuilder.build()
+    let sessionScope = try kindsGraph.makeScope(.benchmarkSession, seeding: ScopeSeed(SignedInUserKey.self, user))
+    let requestScope = try sessionScope.makeScope(.benchmarkRequest)
+    blackHole(try await sessionScope.resolve(SessionCartKey.self))
+    let nestedReads = try await measureInterleaved(
+        effort,
+        [
+            { n in for _ in 0..<n { blackHole(hand.session) } },
+            { n in for _ in 0..<n { blackHole(try await sessionScope.resolve(SessionCartKey.self)) } },
+            { n in for _ in 0..<n { blackHole(try await requestScope.resolve(SessionCartKey.self)) } },
+        ]
+    )
+    try await sessionScope.close()
+    try await kindsGraph.shutdown()
+
     let read = "seed read in scope"
     let session = "seeded scope: open, make a scoped service, close, main actor"
     let globalSession = "seeded scope: open, make a scoped service, close, global executor"
@@ -211,6 +244,23 @@ func seededScopeRows(_ effort: Effort) async throws -> [AsyncRow] {
             median: lazyReads[2],
             note: "\(String(format: lazyReads[2] / lazyReads[0], digits: 2))x hand-wired, "
                 + "\(String(format: lazyReads[2] / lazyReads[1], digits: 2))x a singleton read"
+        ),
+        AsyncRow(
+            scenario: "session's scoped service, made",
+            contender: "hand-wired, a cached lazy property",
+            median: nestedReads[0]
+        ),
+        AsyncRow(
+            scenario: "session's scoped service, made",
+            contender: "ServiceGraph, from the session scope",
+            median: nestedReads[1],
+            note: "\(String(format: nestedReads[1] / nestedReads[0], digits: 2))x hand-wired"
+        ),
+        AsyncRow(
+            scenario: "session's scoped service, made",
+            contender: "ServiceGraph, from a request scope inside it",
+            median: nestedReads[2],
+            note: "\(String(format: nestedReads[2] / nestedReads[0], digits: 2))x hand-wired"
         ),
         AsyncRow(scenario: globalSession, contender: "hand-wired", median: globalSessions[0]),
         AsyncRow(

@@ -223,8 +223,26 @@ public final class ServiceScope: Sendable {
     @usableFromInline
     func _enter(at slot: Int) -> _Entry {
         guard resolves.enter() else { return .refused }
-        guard let box = instances.box(at: slot) else { return .entered }
+        guard let box = instances.box(at: slot) else {
+            // A service of an outer kind of scope, created in the outer scope: read in place too.
+            if _core.slotScopeKinds != nil, let box = outerBox(at: slot) { return .created(box) }
+            return .entered
+        }
         return .created(box)
+    }
+
+    /// The created instance at `slot` in the outer scope that owns it, for a resolve counted in flight
+    /// in this one (the outer scope closes this one, which waits for its resolves, before it releases
+    /// anything); nil when the service is not an outer kind's, or not created.
+    private func outerBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        let owner = _core.scopeKindIndex(of: slot)
+        guard owner != kind, _core.lifetime(of: slot) == .scoped else { return nil }
+        var scope = parent
+        while let candidate = scope {
+            if candidate.kind == owner { return candidate.instances.box(at: slot) }
+            scope = candidate.parent
+        }
+        return nil
     }
 
     /// The error for `key` missing from the graph (out of line: the cold path).
