@@ -66,6 +66,50 @@ private enum LHOutcome: Sendable {
     }
 }
 
+/// Races `close` (a shutdown or a scope's close, which waits a little longer each round) against 40
+/// first uses that start together; returns the values the uses got, after checking that every other
+/// use was refused with `refusal`.
+private func lhRaceFirstUses(
+    round: Int,
+    expecting refusal: ServiceGraphError.Code,
+    close: @escaping @Sendable () async throws -> Void,
+    use: @escaping @Sendable (Int) async throws -> HookedService
+) async throws -> [HookedService] {
+    let outcomes = try await withDeadline(.seconds(30)) {
+        await withTaskGroup(of: LHOutcome.self) { group in
+            let barrier = Barrier(count: 41)
+            group.addTask {
+                await barrier.arriveAndWait()
+                for _ in 0..<(round / 4) { await Task.yield() }
+                do {
+                    try await close()
+                    return .shutDown
+                } catch {
+                    return .other("closing threw \(error)")
+                }
+            }
+            for index in 0..<40 {
+                group.addTask {
+                    await barrier.arriveAndWait()
+                    for _ in 0..<(index % 7) { await Task.yield() }
+                    return await LHOutcome { try await use(index) }
+                }
+            }
+            return await group.reduce(into: [LHOutcome]()) { $0.append($1) }
+        }
+    }
+    var values: [HookedService] = []
+    for outcome in outcomes {
+        switch outcome {
+        case .value(let value): values.append(value)
+        case .refused(let codes): #expect(codes == [refusal], "round \(round)")
+        case .other(let text): Issue.record("round \(round): \(text)")
+        case .shutDown: break
+        }
+    }
+    return values
+}
+
 /// A handle on a generated key, type-erased, for the ten-thousand-service graph.
 private struct LHGeneratedHolder: Sendable {
     let use: @Sendable () async throws -> GeneratedService
@@ -372,41 +416,10 @@ struct LazyHostileTests {
             }
             let graph = try await builder.build()
             let screen = graph[LHScreenKey.self]
-            let outcomes = try await withDeadline(.seconds(30)) {
-                await withTaskGroup(of: LHOutcome.self) { group in
-                    // Everyone starts together; the shutdown waits a little longer each round.
-                    let barrier = Barrier(count: 41)
-                    group.addTask {
-                        await barrier.arriveAndWait()
-                        for _ in 0..<(round / 4) { await Task.yield() }
-                        do {
-                            try await graph.shutdown()
-                            return .shutDown
-                        } catch {
-                            return .other("shutdown threw \(error)")
-                        }
-                    }
-                    for index in 0..<40 {
-                        group.addTask {
-                            await barrier.arriveAndWait()
-                            for _ in 0..<(index % 7) { await Task.yield() }
-                            return await LHOutcome {
-                                index.isMultiple(of: 2)
-                                    ? try await screen.lazy.value : try await graph.resolve(LHHeavyKey.self)
-                            }
-                        }
-                    }
-                    return await group.reduce(into: [LHOutcome]()) { $0.append($1) }
-                }
-            }
-            var values: [HookedService] = []
-            for outcome in outcomes {
-                switch outcome {
-                case .value(let value): values.append(value)
-                case .refused(let codes): #expect(codes == [.graphShutDown], "round \(round)")
-                case .other(let text): Issue.record("round \(round): \(text)")
-                case .shutDown: break
-                }
+            let values = try await lhRaceFirstUses(round: round, expecting: .graphShutDown) {
+                try await graph.shutdown()
+            } use: { index in
+                index.isMultiple(of: 2) ? try await screen.lazy.value : try await graph.resolve(LHHeavyKey.self)
             }
             #expect(values.allSatisfy { $0 === values[0] }, "round \(round)")
             #expect(made.count <= 1, "round \(round): created at most once")
@@ -489,41 +502,10 @@ struct LazyHostileTests {
             let graph = try await builder.build()
             let scope = try graph.makeScope()
             let holder = try await scope.resolve(LHCartHolderKey.self)
-            let outcomes = try await withDeadline(.seconds(30)) {
-                await withTaskGroup(of: LHOutcome.self) { group in
-                    // Everyone starts together; the close waits a little longer each round.
-                    let barrier = Barrier(count: 41)
-                    group.addTask {
-                        await barrier.arriveAndWait()
-                        for _ in 0..<(round / 4) { await Task.yield() }
-                        do {
-                            try await scope.close()
-                            return .shutDown
-                        } catch {
-                            return .other("close threw \(error)")
-                        }
-                    }
-                    for index in 0..<40 {
-                        group.addTask {
-                            await barrier.arriveAndWait()
-                            for _ in 0..<(index % 7) { await Task.yield() }
-                            return await LHOutcome {
-                                index.isMultiple(of: 2)
-                                    ? try await holder.lazy.value : try await scope.resolve(LHCartKey.self)
-                            }
-                        }
-                    }
-                    return await group.reduce(into: [LHOutcome]()) { $0.append($1) }
-                }
-            }
-            var values: [HookedService] = []
-            for outcome in outcomes {
-                switch outcome {
-                case .value(let value): values.append(value)
-                case .refused(let codes): #expect(codes == [.scopeClosed], "round \(round)")
-                case .other(let text): Issue.record("round \(round): \(text)")
-                case .shutDown: break
-                }
+            let values = try await lhRaceFirstUses(round: round, expecting: .scopeClosed) {
+                try await scope.close()
+            } use: { index in
+                index.isMultiple(of: 2) ? try await holder.lazy.value : try await scope.resolve(LHCartKey.self)
             }
             #expect(values.allSatisfy { $0 === values[0] }, "round \(round)")
             #expect(carts.count <= 1, "round \(round)")
