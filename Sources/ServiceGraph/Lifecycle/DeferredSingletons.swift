@@ -65,7 +65,7 @@ final class DeferredSingletons: Sendable {
             let box: _AnyBox
             do {
                 if let limit = core.factoryTimeout, !factory.isSynchronous {
-                    box = try await Self.make(slot, in: core, within: limit)
+                    box = try await core.makeBox(at: slot, in: nil, within: limit)
                 } else {
                     box = try await core.makeBox(at: slot, in: nil)
                 }
@@ -109,19 +109,6 @@ final class DeferredSingletons: Sendable {
 
     private func forget(_ slot: Int) {
         state.withLock { _ = $0.creating.removeValue(forKey: slot) }
-    }
-
-    private static func make(_ slot: Int, in core: _GraphCore, within limit: Duration) async throws -> _AnyBox {
-        let made = Locked<_AnyBox?>(nil)
-        do {
-            try await Lifecycle.withTimeout(limit) {
-                let box = try await core.makeBox(at: slot, in: nil)
-                made.withLock { $0 = box }
-            }
-        } catch is HookTimedOut {
-            throw FactoryTimedOut(limit: limit)
-        }
-        return made.withLock { $0 }!
     }
 
     /// Refuses new creations without waiting for those under way, which remove what they make

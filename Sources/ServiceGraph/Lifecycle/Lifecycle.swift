@@ -177,3 +177,24 @@ private final class OneShot: Sendable {
         }
     }
 }
+
+extension _GraphCore {
+    /// Makes a new instance at `slot` (see ``makeBox(at:in:)``) within the factory timeout `limit`: a
+    /// scoped instance or a singleton created on first use, whose creation must not wait forever.
+    ///
+    /// - Throws: ``FactoryTimedOut`` when the factory ran past `limit` (it is cancelled, and what it
+    ///   makes later is dropped); otherwise what the factory threw.
+    func makeBox(at slot: Int, in scope: ServiceScope?, within limit: Duration) async throws -> _AnyBox {
+        let made = Locked<_AnyBox?>(nil)
+        do {
+            try await Lifecycle.withTimeout(limit) { [self] in
+                let box = try await makeBox(at: slot, in: scope)
+                made.withLock { $0 = box }
+            }
+        } catch is HookTimedOut {
+            throw FactoryTimedOut(limit: limit)
+        }
+        // The closure ran to its end: a timeout throws instead.
+        return made.withLock { $0 }!
+    }
+}

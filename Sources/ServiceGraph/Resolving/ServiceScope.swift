@@ -359,7 +359,7 @@ public final class ServiceScope: Sendable {
         let start = clock.now
         do {
             if let limit = _core.factoryTimeout, !factory.isSynchronous {
-                box = try await make(slot, within: limit)
+                box = try await _core.makeBox(at: slot, in: self, within: limit)
             } else {
                 box = try await _core.makeBox(at: slot, in: self)
             }
@@ -388,22 +388,6 @@ public final class ServiceScope: Sendable {
             instances.publish(box, at: slot)
             state.created.append((slot, hooks))
         }
-    }
-
-    /// Runs an asynchronous factory, abandoning it (cancelled, left to finish on its own, its instance
-    /// dropped) when it runs past the graph's factory timeout.
-    private func make(_ slot: Int, within limit: Duration) async throws -> _AnyBox {
-        let made = Locked<_AnyBox?>(nil)
-        do {
-            try await Lifecycle.withTimeout(limit) { [self] in
-                let box = try await _core.makeBox(at: slot, in: self)
-                made.withLock { $0 = box }
-            }
-        } catch is HookTimedOut {
-            throw FactoryTimedOut(limit: limit)
-        }
-        // The closure ran to its end: a timeout throws instead.
-        return made.withLock { $0 }!
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
