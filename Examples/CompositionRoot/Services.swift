@@ -115,16 +115,26 @@ final class EmailOutbox: LifecycleHooks {
     func willRemove() async throws { journal.record("willRemove EmailOutbox (flushed \(pending.count) mails)") }
 }
 
+/// The welcome mail of one new user, made per sign-up from the user's address.
+struct WelcomeMail: Sendable {
+    let address: String
+    let subject: String
+}
+
 /// Signs users up. `Injectable`: it declares its dependencies, so it is provided without a closure.
 struct SignupService: Injectable {
-    typealias Dependencies = Needs<UserRepositoryKey, EmailOutboxKey, ClockKey>
+    typealias Dependencies = Needs<
+        UserRepositoryKey, EmailOutboxKey, ClockKey, ArgumentFactory<WelcomeMailKey, String>.Synchronous
+    >
 
     let repository: UserRepository
     let outbox: EmailOutbox
     let clock: any AppClock
+    /// Makes the welcome mail of an address; called without `await` (`signUp` does not suspend).
+    let makeWelcomeMail: @Sendable (String) throws -> WelcomeMail
 
-    init(dependencies: (UserRepository, EmailOutbox, any AppClock)) {
-        (repository, outbox, clock) = dependencies
+    init(dependencies: (UserRepository, EmailOutbox, any AppClock, @Sendable (String) throws -> WelcomeMail)) {
+        (repository, outbox, clock, makeWelcomeMail) = dependencies
     }
 
     enum SignupError: Error { case alreadyRegistered(String) }
@@ -133,7 +143,8 @@ struct SignupService: Injectable {
         guard !repository.exists(email) else { throw SignupError.alreadyRegistered(email) }
         let user = User(email: email, createdAt: clock.now())
         repository.save(user)
-        outbox.enqueue(to: email, subject: "Welcome!")
+        let mail = try makeWelcomeMail(email)
+        outbox.enqueue(to: mail.address, subject: mail.subject)
         return user
     }
 }

@@ -22,6 +22,7 @@ enum RequestContextKey: ServiceKey { typealias Value = RequestContext }
 enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
 enum SignupReportKey: ServiceKey { typealias Value = SignupReport }
 enum AdminConsoleKey: ServiceKey { typealias Value = AdminConsole }
+enum WelcomeMailKey: ServiceKey { typealias Value = WelcomeMail }
 
 /// The application's composition root: every provider, in one place.
 func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
@@ -41,6 +42,11 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     // A relay where the application provides one (this one does not: lint says so).
     builder.provide(EmailOutboxKey.self, dependsOn: LoggerKey.self, JournalKey.self, MailRelayKey?.self) {
         EmailOutbox(logger: $0, journal: $1, relay: $2)
+    }
+    // Made per sign-up from an address only the caller knows: a factory with arguments. Its closure does
+    // not await, so the sign-up service, which does not suspend, depends on its synchronous form.
+    builder.provide(WelcomeMailKey.self, arguments: String.self, dependsOn: ConfigKey.self) { address, config in
+        WelcomeMail(address: address, subject: "Welcome to \(config.appName)!")
     }
     builder.provide(SignupService.self, lifetime: .transient)
     // Each session scope is given the operator who logged in (`graph.makeScope(.session, seeding:)`).

@@ -85,14 +85,14 @@ struct ArgumentFactoryTests {
         #expect(error.codes == [.missingProvider])
         #expect(
             error.problems[0].message
-                == "ProfileKey has no provider; GreetingKey requires it; it is made with arguments: depend on ArgumentFactory<ProfileKey, UserID>, a function of them"
+                == "ProfileKey has no provider; GreetingKey requires it; it is made with arguments: depend on ArgumentFactory<ProfileKey, UserID> or ArgumentFactory<ProfileKey, UserID>.Synchronous, a function of them"
         )
         let graph = try await self.builder().build()
         let resolved = try await #require(throws: ServiceGraphError.self) { try await graph.resolve(ProfileKey.self) }
         #expect(resolved.codes == [.keyNotFound])
         #expect(
             resolved.problems[0].message
-                == "ProfileKey is not in this graph; it is made with arguments: resolve ArgumentFactory<ProfileKey, UserID>, a function of them"
+                == "ProfileKey is not in this graph; it is made with arguments: resolve ArgumentFactory<ProfileKey, UserID> or ArgumentFactory<ProfileKey, UserID>.Synchronous, a function of them"
         )
         try await graph.shutdown()
     }
@@ -175,7 +175,11 @@ struct ArgumentFactoryTests {
             let services: [Service]
         }
         let services = try JSONDecoder().decode(Dump.self, from: Data(graph.dump(.json).utf8)).services
-        #expect(services.map(\.arguments) == [nil, ["UserID"], ["UserID", "String", "Int"], nil])
+        // ProfileKey's closure does not await: the factory has a synchronous form too, TabbedProfileKey's none.
+        #expect(services.map(\.arguments) == [nil, ["UserID"], ["UserID"], ["UserID", "String", "Int"], nil])
+        #expect(services.map(\.key).contains("synchronous ProfileKey(UserID)"))
+        #expect(!services.map(\.key).contains("synchronous TabbedProfileKey(UserID, String, Int)"))
+        #expect(text.contains("synchronous ProfileKey(UserID): (UserID) throws -> Profile [singleton function, #"))
         try await graph.shutdown()
     }
 

@@ -16,6 +16,9 @@
 /// The compiler checks the argument types where the factory is provided and where it is called; the
 /// graph checks that the key a dependent names (product and argument types) is provided, as for any
 /// key. `ProfileKey` itself is not in the graph: asking for it is an error that names this key.
+///
+/// A factory provided with a synchronous closure can also be called without `await`, from code that
+/// cannot suspend (a view's body, a tap handler): depend on its ``Synchronous`` form.
 public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: ServiceKey {
     /// The function: each call makes a new value from its arguments, on the caller's executor
     /// (`nonisolated(nonsending)`: a call from the main actor does not hop to another thread and back).
@@ -25,6 +28,32 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
 
     /// `ProfileKey(UserID)`: the product's name with the argument types.
     public static var serviceName: String { "\(Product.serviceName)(\(argumentNames.joined(separator: ", ")))" }
+
+    /// The key of the same factory called without `await`, `(repeat each Argument) throws -> Product.Value`:
+    /// in the graph when the factory was provided (or overridden) with a synchronous closure.
+    ///
+    /// ```swift
+    /// builder.provide(ProfileKey.self, arguments: UserID.self, dependsOn: RepositoryKey.self) { id, repository in
+    ///     Profile(id: id, repository: repository)     // no await: the factory has both forms
+    /// }
+    /// builder.provide(ProfileScreensKey.self, dependsOn: ArgumentFactory<ProfileKey, UserID>.Synchronous.self) {
+    ///     ProfileScreens(makeProfile: $0)              // makeProfile: (UserID) throws -> Profile
+    /// }
+    /// ```
+    ///
+    /// Both forms are made from the same closure and the same dependencies, and validated alike; an
+    /// asynchronous override of the factory takes the synchronous form away (what depends on it is then
+    /// a missing provider, named at validation). Calling it costs what calling the closure by hand does,
+    /// with no asynchronous call.
+    public struct Synchronous: ServiceKey {
+        /// The function: each call makes a new value from its arguments, on the caller's thread.
+        public typealias Value = @Sendable (repeat each Argument) throws -> Product.Value
+
+        private init() {}
+
+        /// `synchronous ProfileKey(UserID)`.
+        public static var serviceName: String { "synchronous \(ArgumentFactory.serviceName)" }
+    }
 
     /// The argument types' names, in order.
     static var argumentNames: [String] {
@@ -36,15 +65,37 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
     }
 }
 
-/// What diagnostics ask of an ``ArgumentFactory`` key without knowing its type parameters.
+/// What diagnostics ask of an ``ArgumentFactory`` key, or of its ``ArgumentFactory/Synchronous`` form,
+/// without knowing its type parameters.
 protocol ArgumentFactoryKey {
     /// The key of what the factory makes.
     static var product: any ServiceKey.Type { get }
     static var argumentNames: [String] { get }
+    /// Whether this is the synchronous form.
+    static var isSynchronousForm: Bool { get }
+    /// The key of the other form: the synchronous form of an asynchronous key, and back.
+    static var otherForm: any ServiceKey.Type { get }
+}
+
+extension ArgumentFactoryKey {
+    /// The key as a type spells it: `ArgumentFactory<ProfileKey, UserID>` (`.Synchronous`).
+    static var spelledName: String {
+        let generic = "ArgumentFactory<\(product.serviceName), \(argumentNames.joined(separator: ", "))>"
+        return isSynchronousForm ? generic + ".Synchronous" : generic
+    }
 }
 
 extension ArgumentFactory: ArgumentFactoryKey {
     static var product: any ServiceKey.Type { Product.self }
+    static var isSynchronousForm: Bool { false }
+    static var otherForm: any ServiceKey.Type { Synchronous.self }
+}
+
+extension ArgumentFactory.Synchronous: ArgumentFactoryKey {
+    static var product: any ServiceKey.Type { Product.self }
+    static var argumentNames: [String] { ArgumentFactory.argumentNames }
+    static var isSynchronousForm: Bool { true }
+    static var otherForm: any ServiceKey.Type { ArgumentFactory.self }
 }
 
 /// The argument factories among `keys`, by name, by the key of what they make: what a caller asking for
@@ -53,8 +104,7 @@ func argumentFactoriesByProduct(among keys: some Sequence<any ServiceKey.Type>) 
     var index: [ObjectIdentifier: [String]] = [:]
     for key in keys {
         guard let factory = key as? any ArgumentFactoryKey.Type else { continue }
-        let name = "ArgumentFactory<\(factory.product.serviceName), \(factory.argumentNames.joined(separator: ", "))>"
-        index[ObjectIdentifier(factory.product), default: []].append(name)
+        index[ObjectIdentifier(factory.product), default: []].append(factory.spelledName)
     }
     return index
 }

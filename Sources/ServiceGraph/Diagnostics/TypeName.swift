@@ -185,8 +185,8 @@ extension TypeName {
         mutating func name(for key: any ServiceKey.Type) -> String {
             // A factory with arguments holds a function: named by its arguments and what it makes.
             if let factory = key as? any ArgumentFactoryKey.Type {
-                return
-                    "(\(factory.argumentNames.joined(separator: ", "))) async throws -> \(name(for: factory.product))"
+                let effects = factory.isSynchronousForm ? "throws" : "async throws"
+                return "(\(factory.argumentNames.joined(separator: ", "))) \(effects) -> \(name(for: factory.product))"
             }
             let valueType = key.valueTypeID
             switch entries[valueType] {

@@ -47,6 +47,11 @@ struct GraphPlan: Sendable {
     /// service); nil when the graph names no kind but the default.
     let slotScopeKinds: [UInt16]?
 
+    /// The slots of synchronous forms of factories with arguments whose asynchronous form is in the
+    /// graph too: made from the same closure and dependencies, their problems are the asynchronous
+    /// form's, which validation reports once, there (but for cycles, which may pass through either).
+    let mirroredForms: Set<Int>
+
     var count: Int { providers.count }
 
     /// The kind of scope of the scoped service or seed at `slot`; the default for any other.
@@ -65,16 +70,43 @@ struct GraphPlan: Sendable {
         // Fields are read in place (`registrations[index].isOverride`): a `for in` over the list would
         // copy each registration, retaining its factory and dependency list.
         for index in registrations.indices {
-            if registrations[index].isOverride || table.insert(registrations[index].keyID) != nil {
+            if registrations[index].isOverride || registrations[index].isWithdrawal
+                || table.insert(registrations[index].keyID) != nil
+            {
                 isPlain = false
                 break
             }
+        }
+        // The synchronous forms of factories with arguments that an asynchronous closure takes away
+        // (``Registration/isWithdrawal``). An override's decides by registration order against the other
+        // overrides of the form: per form, the last override touching it replaces or adds it, or takes it
+        // away. A provider's takes away only the form its graph inherited from a parent.
+        var lastFormOverride: [ObjectIdentifier: Int] = [:]
+        var withdrawnInherited: Set<ObjectIdentifier> = []
+        if !isPlain {
+            for index in registrations.indices {
+                let registration = registrations[index]
+                if registration.isOverride, registration.isWithdrawal || registration.isSynchronousForm {
+                    lastFormOverride[registration.keyID] = index
+                } else if registration.isWithdrawal {
+                    withdrawnInherited.insert(registration.keyID)
+                }
+            }
+        }
+        /// Whether the last override of `key` takes its synchronous form away.
+        func isWithdrawn(_ key: ObjectIdentifier) -> Bool {
+            lastFormOverride[key].map { registrations[$0].isWithdrawal } ?? false
         }
         if !isPlain {
             table = KeyTable(capacity: registrations.count)
             providers = RegistrationList()
             providers.scopeKinds = registrations.scopeKinds
-            for registration in registrations where !registration.isOverride {
+            for registration in registrations where !registration.isOverride && !registration.isWithdrawal {
+                if isWithdrawn(registration.keyID)
+                    || (registration.isInherited && withdrawnInherited.contains(registration.keyID))
+                {
+                    continue
+                }
                 if let existing = table.insert(registration.keyID) {
                     let first = providers[existing]
                     if first.isInherited {
@@ -91,6 +123,7 @@ struct GraphPlan: Sendable {
         var overridden = Array(repeating: false, count: providers.count)
         for index in registrations.indices where registrations[index].isOverride {
             let registration = registrations[index]
+            if registration.isWithdrawal || isWithdrawn(registration.keyID) { continue }
             if let slot = table.slot(for: registration.keyID) {
                 let replaced = providers[slot]
                 if replaced.isSeed { replacedSeeds.insert(slot) }
@@ -100,6 +133,19 @@ struct GraphPlan: Sendable {
                 if replacement.scopeKind == 0 { replacement.scopeKind = replaced.scopeKind }
                 providers[slot] = replacement
                 overridden[slot] = true
+            } else if registration.isSynchronousForm {
+                // A synchronous override of a factory that had no synchronous form gives it one, with
+                // the lifetime and kind of scope of the asynchronous form (overridden just before it).
+                var added = registration
+                if let other = (registration.key as? any ArgumentFactoryKey.Type)?.otherForm,
+                    let sibling = table.slot(for: ObjectIdentifier(other))
+                {
+                    if registration.inheritsLifetime { added = added.with(lifetime: providers[sibling].lifetime) }
+                    if added.scopeKind == 0 { added.scopeKind = providers[sibling].scopeKind }
+                }
+                _ = table.insert(registration.keyID)
+                providers.append(added)
+                overridden.append(true)
             } else {
                 unknownOverrides.append(registration)
             }
@@ -183,6 +229,14 @@ struct GraphPlan: Sendable {
                 order: order
             )
             : nil
+        var mirroredForms: Set<Int> = []
+        if providers.mayHaveSynchronousForms {
+            for slot in providers.indices where providers[slot].isSynchronousForm {
+                let form = providers[slot].key as? any ArgumentFactoryKey.Type
+                if let form, table.slot(for: ObjectIdentifier(form.otherForm)) != nil { mirroredForms.insert(slot) }
+            }
+        }
+        self.mirroredForms = mirroredForms
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges, table] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
         }

@@ -23,6 +23,13 @@ struct Registration: Sendable {
     /// A child graph's view of a parent's singleton that the parent creates on first use: the child
     /// creates its view on first use too, so that building a child creates nothing in its parent.
     var isCreatedOnFirstUse = false
+    /// The synchronous form of a factory with arguments (``ArgumentFactory/Synchronous``), registered
+    /// beside the asynchronous form by a `provide` or `override` given a synchronous closure. An
+    /// override of one replaces the form or, where the factory had none, adds it.
+    var isSynchronousForm = false
+    /// An override that takes a synchronous form away (an asynchronous override of its factory): no
+    /// provider of its own, and no problem when there is nothing to take away.
+    var isWithdrawal = false
     /// For a scoped service or a seed: its kind of scope, an index into the registration list's
     /// ``RegistrationList/scopeKinds`` (0: ``ScopeKind/default``).
     var scopeKind: UInt16 = 0
@@ -54,6 +61,7 @@ struct Registration: Sendable {
             isOverride: isOverride
         )
         registration.isWrapperKey = isWrapperKey
+        registration.isSynchronousForm = isSynchronousForm
         registration.scopeKind = scopeKind
         return registration
     }

@@ -2,6 +2,12 @@
 // function under `ArgumentFactory<Key, Arguments...>` that takes the caller's arguments and the values
 // of its dependencies. One overload per number of arguments (1 to 3), each with a parameter pack of
 // dependencies: a closure type cannot hold two packs. `provide` and `override` share one body per arity.
+//
+// A synchronous closure (the overloads taking `throws`, which the compiler prefers for a closure that
+// does not await) registers the factory twice, from the same closure and dependencies: as the
+// asynchronous function every factory has, and as its synchronous form,
+// `ArgumentFactory<Key, Arguments...>.Synchronous`, which callers that cannot suspend depend on. An
+// asynchronous closure takes away a synchronous form the factory had (see `Registration.isWithdrawal`).
 
 extension ServiceGraph.Builder {
     /// Provides `key` made with 1 argument the caller supplies as well as the values of
@@ -28,7 +34,8 @@ extension ServiceGraph.Builder {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         factory:
-            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addArgumentFactory(
             key,
@@ -59,7 +66,12 @@ extension ServiceGraph.Builder {
     ///     caller's executor.
     @inlinable
     @inline(__always)
-    public mutating func provide<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
+    public mutating func provide<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        each Dependency: ServiceKey
+    >(
         _ key: Key.Type,
         lifetime: Lifetime = .singleton,
         arguments a1: A1.Type,
@@ -134,6 +146,7 @@ extension ServiceGraph.Builder {
 
     /// Replaces the factory of `key` with 1 argument (its ``ArgumentFactory``); see `provide`, and
     /// `override(_:lifetime:dependsOn:fileID:line:factory:)` for how an override replaces a provider.
+    /// The factory then has no ``ArgumentFactory/Synchronous`` form.
     @inlinable
     @inline(__always)
     public mutating func override<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
@@ -144,7 +157,8 @@ extension ServiceGraph.Builder {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         factory:
-            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addArgumentFactory(
             key,
@@ -160,9 +174,15 @@ extension ServiceGraph.Builder {
 
     /// Replaces the factory of `key` with 2 arguments (its ``ArgumentFactory``); see `provide`, and
     /// `override(_:lifetime:dependsOn:fileID:line:factory:)` for how an override replaces a provider.
+    /// The factory then has no ``ArgumentFactory/Synchronous`` form.
     @inlinable
     @inline(__always)
-    public mutating func override<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
+    public mutating func override<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        each Dependency: ServiceKey
+    >(
         _ key: Key.Type,
         lifetime: Lifetime? = nil,
         arguments a1: A1.Type,
@@ -188,6 +208,7 @@ extension ServiceGraph.Builder {
 
     /// Replaces the factory of `key` with 3 arguments (its ``ArgumentFactory``); see `provide`, and
     /// `override(_:lifetime:dependsOn:fileID:line:factory:)` for how an override replaces a provider.
+    /// The factory then has no ``ArgumentFactory/Synchronous`` form.
     @inlinable
     @inline(__always)
     public mutating func override<
@@ -221,8 +242,197 @@ extension ServiceGraph.Builder {
         )
     }
 
+    /// Provides `key` made with 1 argument from a synchronous closure: the graph holds the function under
+    /// ``ArgumentFactory`` and, callable without `await`, under ``ArgumentFactory/Synchronous``; see the
+    /// asynchronous overload for the parameters.
+    @inlinable
+    @inline(__always)
+    public mutating func provide<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        arguments a1: A1.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory:
+            @escaping @Sendable (A1, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: factory
+        )
+    }
+
+    /// Provides `key` made with 2 arguments from a synchronous closure: the graph holds the function under
+    /// ``ArgumentFactory`` and, callable without `await`, under ``ArgumentFactory/Synchronous``; see the
+    /// asynchronous overload for the parameters.
+    @inlinable
+    @inline(__always)
+    public mutating func provide<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory:
+            @escaping @Sendable (A1, A2, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: factory
+        )
+    }
+
+    /// Provides `key` made with 3 arguments from a synchronous closure: the graph holds the function under
+    /// ``ArgumentFactory`` and, callable without `await`, under ``ArgumentFactory/Synchronous``; see the
+    /// asynchronous overload for the parameters.
+    @inlinable
+    @inline(__always)
+    public mutating func provide<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        A3: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        lifetime: Lifetime = .singleton,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        _ a3: A3.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory:
+            @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2, A3).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: false,
+            factory: factory
+        )
+    }
+
+    /// Replaces the factory of `key` with 1 argument by a synchronous closure, in both forms
+    /// (``ArgumentFactory`` and ``ArgumentFactory/Synchronous``, which it adds where the factory had none).
+    @inlinable
+    @inline(__always)
+    public mutating func override<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        arguments a1: A1.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory:
+            @escaping @Sendable (A1, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true,
+            factory: factory
+        )
+    }
+
+    /// Replaces the factory of `key` with 2 arguments by a synchronous closure, in both forms
+    /// (``ArgumentFactory`` and ``ArgumentFactory/Synchronous``, which it adds where the factory had none).
+    @inlinable
+    @inline(__always)
+    public mutating func override<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory:
+            @escaping @Sendable (A1, A2, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true,
+            factory: factory
+        )
+    }
+
+    /// Replaces the factory of `key` with 3 arguments by a synchronous closure, in both forms
+    /// (``ArgumentFactory`` and ``ArgumentFactory/Synchronous``, which it adds where the factory had none).
+    @inlinable
+    @inline(__always)
+    public mutating func override<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        A3: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        lifetime: Lifetime? = nil,
+        arguments a1: A1.Type,
+        _ a2: A2.Type,
+        _ a3: A3.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory:
+            @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addArgumentFactory(
+            key,
+            arguments: (A1, A2, A3).self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: true,
+            factory: factory
+        )
+    }
+
     /// Adds the function of a factory with 1 argument under `ArgumentFactory<Key, A1>`: it is
-    /// made from the dependencies' values, which it keeps, and makes a value per call.
+    /// made from the dependencies' values, which it keeps, and makes a value per call. It takes away the
+    /// synchronous form a synchronous closure gave the factory before (a parent graph's, for a child's
+    /// own provider; the replaced provider's, for an override).
     @inlinable
     @inline(__always)
     mutating func _addArgumentFactory<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
@@ -234,7 +444,8 @@ extension ServiceGraph.Builder {
         line: UInt,
         isOverride: Bool,
         factory:
-            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws -> Key.Value
+            nonisolated(nonsending) @escaping @Sendable (A1, repeat (each Dependency).Value) async throws ->
+            Key.Value
     ) {
         _addProvider(
             ArgumentFactory<Key, A1>.self,
@@ -247,13 +458,26 @@ extension ServiceGraph.Builder {
             let captured = (repeat each values)
             return { a1 in try await factory(a1, repeat each captured) }
         }
+        _withdrawSynchronousForm(
+            ArgumentFactory<Key, A1>.Synchronous.self,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        )
     }
 
     /// Adds the function of a factory with 2 arguments under `ArgumentFactory<Key, A1, A2>`: it is
-    /// made from the dependencies' values, which it keeps, and makes a value per call.
+    /// made from the dependencies' values, which it keeps, and makes a value per call. It takes away the
+    /// synchronous form a synchronous closure gave the factory before (a parent graph's, for a child's
+    /// own provider; the replaced provider's, for an override).
     @inlinable
     @inline(__always)
-    mutating func _addArgumentFactory<Key: ServiceKey, A1: Sendable, A2: Sendable, each Dependency: ServiceKey>(
+    mutating func _addArgumentFactory<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        each Dependency: ServiceKey
+    >(
         _ key: Key.Type,
         arguments: (A1, A2).Type,
         lifetime: Lifetime?,
@@ -276,10 +500,18 @@ extension ServiceGraph.Builder {
             let captured = (repeat each values)
             return { a1, a2 in try await factory(a1, a2, repeat each captured) }
         }
+        _withdrawSynchronousForm(
+            ArgumentFactory<Key, A1, A2>.Synchronous.self,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        )
     }
 
     /// Adds the function of a factory with 3 arguments under `ArgumentFactory<Key, A1, A2, A3>`: it is
-    /// made from the dependencies' values, which it keeps, and makes a value per call.
+    /// made from the dependencies' values, which it keeps, and makes a value per call. It takes away the
+    /// synchronous form a synchronous closure gave the factory before (a parent graph's, for a child's
+    /// own provider; the replaced provider's, for an override).
     @inlinable
     @inline(__always)
     mutating func _addArgumentFactory<
@@ -311,5 +543,174 @@ extension ServiceGraph.Builder {
             let captured = (repeat each values)
             return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
         }
+        _withdrawSynchronousForm(
+            ArgumentFactory<Key, A1, A2, A3>.Synchronous.self,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        )
+    }
+
+    /// Adds the two forms of a factory with 1 argument made by a synchronous closure: the function
+    /// under `ArgumentFactory<Key, A1>`, and its synchronous form.
+    @inlinable
+    @inline(__always)
+    mutating func _addArgumentFactory<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        arguments: (A1).Type,
+        lifetime: Lifetime?,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        factory:
+            @escaping @Sendable (A1, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
+            let captured = (repeat each values)
+            return { a1 in try factory(a1, repeat each captured) }
+        }
+        _addProvider(
+            ArgumentFactory<Key, A1>.Synchronous.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Synchronous.Value in
+            let captured = (repeat each values)
+            return { a1 in try factory(a1, repeat each captured) }
+        }
+        _markLastRegistrationAsSynchronousForm()
+    }
+
+    /// Adds the two forms of a factory with 2 arguments made by a synchronous closure: the function
+    /// under `ArgumentFactory<Key, A1, A2>`, and its synchronous form.
+    @inlinable
+    @inline(__always)
+    mutating func _addArgumentFactory<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        arguments: (A1, A2).Type,
+        lifetime: Lifetime?,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        factory:
+            @escaping @Sendable (A1, A2, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
+            let captured = (repeat each values)
+            return { a1, a2 in try factory(a1, a2, repeat each captured) }
+        }
+        _addProvider(
+            ArgumentFactory<Key, A1, A2>.Synchronous.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Synchronous.Value in
+            let captured = (repeat each values)
+            return { a1, a2 in try factory(a1, a2, repeat each captured) }
+        }
+        _markLastRegistrationAsSynchronousForm()
+    }
+
+    /// Adds the two forms of a factory with 3 arguments made by a synchronous closure: the function
+    /// under `ArgumentFactory<Key, A1, A2, A3>`, and its synchronous form.
+    @inlinable
+    @inline(__always)
+    mutating func _addArgumentFactory<
+        Key: ServiceKey,
+        A1: Sendable,
+        A2: Sendable,
+        A3: Sendable,
+        each Dependency: ServiceKey
+    >(
+        _ key: Key.Type,
+        arguments: (A1, A2, A3).Type,
+        lifetime: Lifetime?,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        factory:
+            @escaping @Sendable (A1, A2, A3, repeat (each Dependency).Value) throws -> Key.Value
+    ) {
+        _addProvider(
+            ArgumentFactory<Key, A1, A2, A3>.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
+            let captured = (repeat each values)
+            return { a1, a2, a3 in try factory(a1, a2, a3, repeat each captured) }
+        }
+        _addProvider(
+            ArgumentFactory<Key, A1, A2, A3>.Synchronous.self,
+            lifetime: lifetime,
+            dependsOn: repeat each dependencies,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride
+        ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Synchronous.Value in
+            let captured = (repeat each values)
+            return { a1, a2, a3 in try factory(a1, a2, a3, repeat each captured) }
+        }
+        _markLastRegistrationAsSynchronousForm()
+    }
+
+    /// Marks the registration just added as the synchronous form of a factory with arguments.
+    @usableFromInline
+    mutating func _markLastRegistrationAsSynchronousForm() {
+        registrations[registrations.count - 1].isSynchronousForm = true
+    }
+
+    /// Adds the withdrawal of `form`, the synchronous form of a factory an asynchronous closure provides
+    /// (its provider, or an override of it): see `GraphPlan` for what it takes away.
+    @usableFromInline
+    mutating func _withdrawSynchronousForm<Form: ServiceKey>(
+        _ form: Form.Type,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool
+    ) {
+        // A provider takes away only what its graph inherited (a builder without a parent has nothing
+        // to take away, and its plan stays on the fast path).
+        guard isOverride || parent != nil else { return }
+        var withdrawal = Registration(
+            key: form,
+            lifetime: .singleton,
+            dependencies: _DependencyKeys(),
+            site: SiteLiteral(fileID: fileID, line: line),
+            // Never run: a withdrawal provides nothing.
+            factory: _AnyFactory(Form.Value.self, makeSynchronously: { _, _ in throw CancellationError() }),
+            isOverride: isOverride
+        )
+        withdrawal.isWithdrawal = true
+        withdrawal.scopeKind = currentScopeKind
+        registrations.append(withdrawal)
     }
 }

@@ -29,7 +29,9 @@ extension GraphValidator {
                     need = (dependencyNeed.kind, dependencyNeed.via)
                     continue
                 }
-                problems.append(problem(slot, dependency, needing: dependencyNeed, against: current))
+                if !plan.mirroredForms.contains(slot) {
+                    problems.append(problem(slot, dependency, needing: dependencyNeed, against: current))
+                }
                 if lifetimes[slot] == .transient { break }
             }
             needed[slot] = need

@@ -67,7 +67,18 @@ struct GraphValidator {
     }
 
     private func unusedProviders() -> [Int] {
-        let dependedOn = plan.edges.nodesDependedOn()
+        var dependedOn = plan.edges.nodesDependedOn()
+        // The two forms of a factory with arguments are one factory: used when either is, and
+        // reported once, as the asynchronous form, when neither is.
+        var synchronousForms: [Int] = []
+        for slot in plan.providers.indices where plan.providers[slot].isSynchronousForm {
+            synchronousForms.append(slot)
+            guard dependedOn[slot], let form = plan.providers[slot].key as? any ArgumentFactoryKey.Type,
+                let asynchronous = plan.table.slot(for: ObjectIdentifier(form.otherForm))
+            else { continue }
+            dependedOn[asynchronous] = true
+        }
+        for slot in synchronousForms { dependedOn[slot] = true }
         return plan.providers.indices.filter { !dependedOn[$0] }
     }
 
@@ -158,7 +169,7 @@ struct GraphValidator {
         var factoriesByProduct: [ObjectIdentifier: [String]]?
         var problems: [ServiceGraphError.Problem] = []
         var indexed = false
-        for (slot, provider) in plan.providers.enumerated() {
+        for (slot, provider) in plan.providers.enumerated() where !plan.mirroredForms.contains(slot) {
             for (position, dependency) in plan.edges.dependencies(of: slot).enumerated()
             where dependency == GraphPlan.missing {
                 if !indexed {
@@ -182,6 +193,16 @@ struct GraphValidator {
                 if let factories = factoriesByProduct?[ObjectIdentifier(missingKey)] {
                     message +=
                         "; it is made with arguments: depend on \(factories.joined(separator: " or ")), a function of them"
+                }
+                // The synchronous form of a factory the graph has only in its asynchronous form.
+                if let form = missingKey as? any ArgumentFactoryKey.Type, form.isSynchronousForm,
+                    let asynchronous = plan.table.slot(for: ObjectIdentifier(form.otherForm)),
+                    let other = form.otherForm as? any ArgumentFactoryKey.Type
+                {
+                    let closure = plan.overridden[asynchronous] ? "its override's closure" : "its closure"
+                    message +=
+                        "; \(plan.name(asynchronous)) has no synchronous form, as \(closure) is asynchronous: "
+                        + "depend on \(other.spelledName) and await it, or give it a closure that does not await"
                 }
                 let candidates = byValueType[missingKey.valueTypeID] ?? []
                 // The service that requires the key is no answer to "did you mean", even when it
@@ -349,7 +370,7 @@ struct GraphValidator {
                 }
             }
         }
-        for (slot, dependency, kind) in captives {
+        for (slot, dependency, kind) in captives where !plan.mirroredForms.contains(slot) {
             let provider = plan.providers[slot]
             let captive = plan.providers[dependency]
             problems.append(
