@@ -331,4 +331,146 @@ struct SynchronousArgumentFactoryTests {
         #expect(made.count == 1_000)
         try await graph.shutdown()
     }
+
+    // MARK: - Review findings: forms that could make different things, problems reported twice
+
+    @Test func overridingTheFunctionItselfTakesTheSynchronousFormAway() async throws {
+        // A double of the asynchronous function only: the synchronous form must not keep making the
+        // production value, nor be built from a provider validation never checked.
+        var builder = ServiceGraph.Builder()
+        builder.provide(AccountKey.self, arguments: AccountID.self, dependsOn: ScopedStoreKey.self) { id, store in
+            Account(id: id, store: store)
+        }
+        builder.override(AccountFactory.self) { { id in Account(id: id, store: Store(name: "double")) } }
+        builder.provide(AccountListKey.self, dependsOn: SynchronousAccountFactory.self) { AccountList(makeAccount: $0) }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.missingProvider])
+        #expect(error.problems[0].key == "synchronous AccountKey(AccountID)")
+        #expect(error.problems[0].message.contains("as its override's closure is asynchronous"))
+
+        var valued = ServiceGraph.Builder()
+        valued.provide(StoreKey.self) { Store(name: "main") }
+        valued.provide(AccountKey.self, arguments: AccountID.self, dependsOn: StoreKey.self) { id, store in
+            Account(id: id, store: store)
+        }
+        valued.override(AccountFactory.self, with: { id in Account(id: id, store: Store(name: "double")) })
+        let graph = try await valued.build()
+        #expect(try await graph[AccountFactory.self](AccountID(raw: 1)).store.name == "double")
+        let withdrawn = try await #require(throws: ServiceGraphError.self) {
+            try await graph.resolve(SynchronousAccountFactory.self)
+        }
+        #expect(withdrawn.codes == [.keyNotFound])
+        try await graph.shutdown()
+    }
+
+    @Test func theSynchronousFormIsNotAKeyToProvideOrOverrideOnItsOwn() throws {
+        // On its own, the synchronous form would make something the asynchronous form does not.
+        var overridden = builder()
+        overridden.override(SynchronousAccountFactory.self) { { id in Account(id: id, store: Store(name: "direct")) } }
+        let error = try #require(throws: ServiceGraphError.self) { try overridden.validate() }
+        #expect(error.codes == [.invalidKey])
+        #expect(error.problems[0].key == "synchronous AccountKey(AccountID)")
+        #expect(
+            error.problems[0].message
+                == "synchronous AccountKey(AccountID) is a form of AccountKey(AccountID), made with it from one "
+                + "closure, not a key to override on its own: override the factory with "
+                + "`override(_:arguments:dependsOn:factory:)` and a closure that does not await, which gives both forms"
+        )
+        #expect(error.problems[0].site?.line != nil)
+
+        var provided = ServiceGraph.Builder()
+        provided.provide(StoreKey.self) { Store(name: "main") }
+        provided.provide(AccountKey.self, arguments: AccountID.self, dependsOn: StoreKey.self) { id, store in
+            await Task.yield()
+            return Account(id: id, store: store)
+        }
+        provided.provide(SynchronousAccountFactory.self) { { id in Account(id: id, store: Store(name: "direct")) } }
+        let refused = try #require(throws: ServiceGraphError.self) { try provided.validate() }
+        #expect(refused.codes == [.invalidKey])
+        #expect(refused.problems[0].message.contains("not a key to provide on its own"))
+    }
+
+    @Test func aSynchronousOverrideOfAFactoryNeverProvidedIsOneProblem() throws {
+        var builder = ServiceGraph.Builder()
+        builder.override(AccountKey.self, arguments: AccountID.self, dependsOn: StoreKey.self) { id, store in
+            Account(id: id, store: store)
+        }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.overrideOfUnknownKey])
+        #expect(error.problems[0].key == "AccountKey(AccountID)")
+    }
+
+    @Test func aFactoryProvidedTwiceOrWithAWrapperOfAWrapperIsOneProblem() throws {
+        var twice = builder()
+        twice.provide(AccountKey.self, arguments: AccountID.self) { id in Account(id: id, store: Store(name: "again")) }
+        let duplicate = try #require(throws: ServiceGraphError.self) { try twice.validate() }
+        #expect(duplicate.codes == [.duplicateProvider])
+        #expect(duplicate.problems[0].key == "AccountKey(AccountID)")
+
+        var wrapped = ServiceGraph.Builder()
+        wrapped.provide(StoreKey.self) { Store(name: "main") }
+        wrapped.provide(AccountKey.self, arguments: AccountID.self, dependsOn: StoreKey.self, Provider<LoopKey>?.self) {
+            id,
+            store,
+            _ in Account(id: id, store: store)
+        }
+        let nested = try #require(throws: ServiceGraphError.self) { try wrapped.validate() }
+        #expect(nested.codes == [.invalidKey])
+        #expect(nested.problems[0].key == "AccountKey(AccountID)")
+
+        var optional = ServiceGraph.Builder()
+        optional.provide(StoreKey.self) { Store(name: "main") }
+        optional.provide(AccountKey.self, arguments: AccountID.self, dependsOn: StoreKey.self, LoopKey?.self) {
+            id,
+            store,
+            _ in Account(id: id, store: store)
+        }
+        optional.declareEntryPoints(AccountFactory.self)
+        let warnings = optional.lint()
+        #expect(warnings.map(\.code) == [.absentOptionalDependency])
+        #expect(warnings.map(\.key) == ["AccountKey(AccountID)"])
+    }
+
+    @Test func anEntryPointOnEitherFormCoversTheFactory() {
+        var builder = ServiceGraph.Builder()
+        builder.provide(StoreKey.self) { Store(name: "main") }
+        builder.provide(AccountKey.self, arguments: AccountID.self, dependsOn: StoreKey.self) { id, store in
+            Account(id: id, store: store)
+        }
+        var synchronous = builder
+        synchronous.declareEntryPoints(SynchronousAccountFactory.self)
+        #expect(synchronous.lint().isEmpty)
+        var asynchronous = builder
+        asynchronous.declareEntryPoints(AccountFactory.self)
+        #expect(asynchronous.lint().isEmpty)
+        #expect(builder.lint().map(\.key) == ["AccountKey(AccountID)"])
+    }
+
+    @Test func aChildCountsItsInheritedFormsAsOneFactory() async throws {
+        var parentBuilder = ServiceGraph.Builder()
+        parentBuilder.provide(StoreKey.self) { Store(name: "main") }
+        parentBuilder.provide(ScopedStoreKey.self, lifetime: .scoped) { Store(name: "scoped") }
+        parentBuilder.provide(
+            AccountKey.self,
+            lifetime: .transient,
+            arguments: AccountID.self,
+            dependsOn: ScopedStoreKey.self
+        ) { id, store in Account(id: id, store: store) }
+        parentBuilder.declareEntryPoints(AccountFactory.self)
+        let parent = try await parentBuilder.build()
+        var child = parent.makeChildBuilder()
+        // The child's lint: one factory, unused in the child, reported once.
+        #expect(child.lint().filter { $0.key.contains("AccountKey") }.map(\.key) == ["AccountKey(AccountID)"])
+        // A child that makes the scoped store a singleton makes the factory's transient forms need no
+        // scope, fine; one that makes the factory a singleton over a scoped store: one captive problem.
+        child.override(AccountKey.self, lifetime: .singleton, arguments: AccountID.self, dependsOn: ScopedStoreKey.self)
+        {
+            id,
+            store in Account(id: id, store: store)
+        }
+        let error = try #require(throws: ServiceGraphError.self) { try child.validate() }
+        #expect(error.codes == [.captiveDependency])
+        #expect(error.problems[0].key == "AccountKey(AccountID)")
+        try await parent.shutdown()
+    }
 }

@@ -33,6 +33,19 @@ if arguments.contains("--profile-build") {
     exit(0)
 }
 
+if let flag = arguments.firstIndex(of: "--profile-distinct") {
+    // Rounds of the distinct-type row's ServiceGraph contender, for a profiler (`--profile-distinct 20`).
+    let rounds = flag + 1 < arguments.count ? Int(arguments[flag + 1]) ?? 200 : 200
+    for _ in 0..<rounds {
+        let builder = DistinctServiceGraph.builder()
+        try builder.validate()
+        let graph = try await builder.build()
+        DistinctServiceGraph.readEach(graph)
+        try await graph.shutdown()
+    }
+    exit(0)
+}
+
 if arguments.contains("--distinct") {
     // Only the rows of 1,000 distinct types.
     try await distinctTypeRows(Effort.full)

@@ -41,9 +41,10 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
     /// }
     /// ```
     ///
-    /// Both forms are made from the same closure and the same dependencies, and validated alike; an
-    /// asynchronous override of the factory takes the synchronous form away (what depends on it is then
-    /// a missing provider, named at validation). Calling it costs what calling the closure by hand does,
+    /// Both forms are made from the same closure and the same dependencies, and validated as one
+    /// factory. Any other provider of the asynchronous form (an override whose closure awaits, or an
+    /// override of the function itself) takes the synchronous form away: what depends on it is then a
+    /// missing provider, named at validation. Calling it costs what calling the closure by hand does,
     /// with no asynchronous call.
     public struct Synchronous: ServiceKey {
         /// The function: each call makes a new value from its arguments, on the caller's thread.
@@ -53,7 +54,15 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
 
         /// `synchronous ProfileKey(UserID)`.
         public static var serviceName: String { "synchronous \(ArgumentFactory.serviceName)" }
+
+        @_documentation(visibility: private)
+        @inlinable
+        public static var _argumentFactoryForm: _ArgumentFactoryForm { .synchronous }
     }
+
+    @_documentation(visibility: private)
+    @inlinable
+    public static var _argumentFactoryForm: _ArgumentFactoryForm { .asynchronous }
 
     /// The argument types' names, in order.
     static var argumentNames: [String] {
@@ -63,6 +72,17 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
         }
         return names
     }
+}
+
+/// Which form of a factory with arguments a key is. Not API.
+@_documentation(visibility: private)
+public enum _ArgumentFactoryForm: UInt8, Sendable {
+    /// Not a factory with arguments: every other key.
+    case none
+    /// ``ArgumentFactory``, the asynchronous function every factory with arguments has.
+    case asynchronous
+    /// ``ArgumentFactory/Synchronous``, the form a synchronous closure also gives it.
+    case synchronous
 }
 
 /// What diagnostics ask of an ``ArgumentFactory`` key, or of its ``ArgumentFactory/Synchronous`` form,

@@ -47,10 +47,12 @@ struct GraphPlan: Sendable {
     /// service); nil when the graph names no kind but the default.
     let slotScopeKinds: [UInt16]?
 
-    /// The slots of synchronous forms of factories with arguments whose asynchronous form is in the
-    /// graph too: made from the same closure and dependencies, their problems are the asynchronous
-    /// form's, which validation reports once, there (but for cycles, which may pass through either).
-    let mirroredForms: Set<Int>
+    /// Providers and overrides of a synchronous form on its own (`provide(ArgumentFactory<K, A>.Synchronous.self)`),
+    /// in registration order: validation refuses them, as the two forms would make different things.
+    let unpairedForms: [Registration]
+    /// The two forms of each factory with arguments that one synchronous closure registered, each
+    /// slot mapped to the other's (see ``pairedForms(of:table:)``); empty in most graphs.
+    let pairedForms: [Int: Int]
 
     var count: Int { providers.count }
 
@@ -70,43 +72,19 @@ struct GraphPlan: Sendable {
         // Fields are read in place (`registrations[index].isOverride`): a `for in` over the list would
         // copy each registration, retaining its factory and dependency list.
         for index in registrations.indices {
-            if registrations[index].isOverride || registrations[index].isWithdrawal
-                || table.insert(registrations[index].keyID) != nil
-            {
+            if registrations[index].isOverride || table.insert(registrations[index].keyID) != nil {
                 isPlain = false
                 break
             }
         }
-        // The synchronous forms of factories with arguments that an asynchronous closure takes away
-        // (``Registration/isWithdrawal``). An override's decides by registration order against the other
-        // overrides of the form: per form, the last override touching it replaces or adds it, or takes it
-        // away. A provider's takes away only the form its graph inherited from a parent.
-        var lastFormOverride: [ObjectIdentifier: Int] = [:]
-        var withdrawnInherited: Set<ObjectIdentifier> = []
-        if !isPlain {
-            for index in registrations.indices {
-                let registration = registrations[index]
-                if registration.isOverride, registration.isWithdrawal || registration.isSynchronousForm {
-                    lastFormOverride[registration.keyID] = index
-                } else if registration.isWithdrawal {
-                    withdrawnInherited.insert(registration.keyID)
-                }
-            }
-        }
-        /// Whether the last override of `key` takes its synchronous form away.
-        func isWithdrawn(_ key: ObjectIdentifier) -> Bool {
-            lastFormOverride[key].map { registrations[$0].isWithdrawal } ?? false
-        }
+        // Synchronous forms of factories with arguments that other providers take away: only where a
+        // list has overrides or duplicates (a child's own providers replacing inherited ones).
+        let withdrawn = isPlain ? WithdrawnForms(RegistrationList()) : WithdrawnForms(registrations)
         if !isPlain {
             table = KeyTable(capacity: registrations.count)
             providers = RegistrationList()
             providers.scopeKinds = registrations.scopeKinds
-            for registration in registrations where !registration.isOverride && !registration.isWithdrawal {
-                if isWithdrawn(registration.keyID)
-                    || (registration.isInherited && withdrawnInherited.contains(registration.keyID))
-                {
-                    continue
-                }
+            for registration in registrations where !registration.isOverride && !withdrawn.takesAway(registration) {
                 if let existing = table.insert(registration.keyID) {
                     let first = providers[existing]
                     if first.isInherited {
@@ -123,26 +101,32 @@ struct GraphPlan: Sendable {
         var overridden = Array(repeating: false, count: providers.count)
         for index in registrations.indices where registrations[index].isOverride {
             let registration = registrations[index]
-            if registration.isWithdrawal || isWithdrawn(registration.keyID) { continue }
+            if withdrawn.takesAway(override: registration) { continue }
+            // The synchronous form a synchronous override registers takes what its asynchronous form,
+            // replaced by the same call just before, took: the lifetime and kind of scope of the
+            // provider it replaced, which may differ from the synchronous form's own (an asynchronous
+            // override in between). Where that form was never provided, its override alone is reported.
+            var sibling: Int?
+            if registration.isPairedSynchronousForm {
+                guard let form = (registration.key as? any ArgumentFactoryKey.Type)?.otherForm,
+                    let slot = table.slot(for: ObjectIdentifier(form))
+                else { continue }
+                sibling = slot
+            }
             if let slot = table.slot(for: registration.keyID) {
-                let replaced = providers[slot]
-                if replaced.isSeed { replacedSeeds.insert(slot) }
+                let replaced = sibling.map { providers[$0] } ?? providers[slot]
+                if providers[slot].isSeed { replacedSeeds.insert(slot) }
                 var replacement =
                     registration.inheritsLifetime ? registration.with(lifetime: replaced.lifetime) : registration
                 // An override registered outside any kind of scope keeps the kind it replaces.
                 if replacement.scopeKind == 0 { replacement.scopeKind = replaced.scopeKind }
                 providers[slot] = replacement
                 overridden[slot] = true
-            } else if registration.isSynchronousForm {
-                // A synchronous override of a factory that had no synchronous form gives it one, with
-                // the lifetime and kind of scope of the asynchronous form (overridden just before it).
+            } else if let sibling {
+                // A synchronous override of a factory that had no synchronous form gives it one.
                 var added = registration
-                if let other = (registration.key as? any ArgumentFactoryKey.Type)?.otherForm,
-                    let sibling = table.slot(for: ObjectIdentifier(other))
-                {
-                    if registration.inheritsLifetime { added = added.with(lifetime: providers[sibling].lifetime) }
-                    if added.scopeKind == 0 { added.scopeKind = providers[sibling].scopeKind }
-                }
+                if registration.inheritsLifetime { added = added.with(lifetime: providers[sibling].lifetime) }
+                if added.scopeKind == 0 { added.scopeKind = providers[sibling].scopeKind }
                 _ = table.insert(registration.keyID)
                 providers.append(added)
                 overridden.append(true)
@@ -229,14 +213,15 @@ struct GraphPlan: Sendable {
                 order: order
             )
             : nil
-        var mirroredForms: Set<Int> = []
-        if providers.mayHaveSynchronousForms {
-            for slot in providers.indices where providers[slot].isSynchronousForm {
-                let form = providers[slot].key as? any ArgumentFactoryKey.Type
-                if let form, table.slot(for: ObjectIdentifier(form.otherForm)) != nil { mirroredForms.insert(slot) }
+        self.pairedForms = Self.pairedForms(of: providers, table: table)
+        var unpairedForms: [Registration] = []
+        if registrations.mayHaveArgumentFactories {
+            for index in registrations.indices
+            where registrations[index].argumentFactoryForm == .synchronous && !registrations[index].isPairedForm {
+                unpairedForms.append(registrations[index])
             }
         }
-        self.mirroredForms = mirroredForms
+        self.unpairedForms = unpairedForms
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges, table] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
         }

@@ -4,17 +4,22 @@
 struct ServiceRecord: Sendable {
     let line: UInt32
     /// The index into the graph's table of distinct file names; in the top bit whether an override
-    /// replaced the original provider, in the next one whether the service is a scope's seed.
+    /// replaced the original provider, in the next one whether the service is a scope's seed, in the
+    /// next whether it is one of the two forms a synchronous closure registered
+    /// (``Registration/isPairedForm``).
     private let fileBits: UInt32
 
     private static let overrideBit: UInt32 = 1 << 31
     private static let seedBit: UInt32 = 1 << 30
-    private static let flagBits = overrideBit | seedBit
+    private static let pairedFormBit: UInt32 = 1 << 29
+    private static let flagBits = overrideBit | seedBit | pairedFormBit
 
-    init(line: UInt32, fileIndex: UInt32, isOverride: Bool, isSeed: Bool) {
-        precondition(fileIndex < Self.seedBit, "too many registration files")
+    init(line: UInt32, fileIndex: UInt32, isOverride: Bool, isSeed: Bool, isPairedForm: Bool = false) {
+        precondition(fileIndex < Self.pairedFormBit, "too many registration files")
         self.line = line
-        fileBits = fileIndex | (isOverride ? Self.overrideBit : 0) | (isSeed ? Self.seedBit : 0)
+        fileBits =
+            fileIndex | (isOverride ? Self.overrideBit : 0) | (isSeed ? Self.seedBit : 0)
+            | (isPairedForm ? Self.pairedFormBit : 0)
     }
 
     var fileIndex: UInt32 { fileBits & ~Self.flagBits }
@@ -23,4 +28,8 @@ struct ServiceRecord: Sendable {
 
     /// Whether the service is a seed (``ServiceGraph/Builder/seed(_:fileID:line:)``).
     var isSeed: Bool { fileBits & Self.seedBit != 0 }
+
+    /// Whether the service is one of the two forms of a factory with arguments a synchronous closure
+    /// registered.
+    var isPairedForm: Bool { fileBits & Self.pairedFormBit != 0 }
 }

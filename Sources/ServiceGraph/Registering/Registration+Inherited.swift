@@ -30,6 +30,8 @@ extension Registration {
             )
             registration.isInherited = true
             registration.isSeed = core.isSeed(slot)
+            registration.argumentFactoryForm = Key._argumentFactoryForm
+            registration.isPairedForm = service.isPairedForm
             registration.isCreatedOnFirstUse = isCreatedOnFirstUse
             registration.scopeKind = core.scopeKindIndex(of: slot)
             return registration

@@ -23,13 +23,17 @@ struct Registration: Sendable {
     /// A child graph's view of a parent's singleton that the parent creates on first use: the child
     /// creates its view on first use too, so that building a child creates nothing in its parent.
     var isCreatedOnFirstUse = false
-    /// The synchronous form of a factory with arguments (``ArgumentFactory/Synchronous``), registered
-    /// beside the asynchronous form by a `provide` or `override` given a synchronous closure. An
-    /// override of one replaces the form or, where the factory had none, adds it.
-    var isSynchronousForm = false
-    /// An override that takes a synchronous form away (an asynchronous override of its factory): no
-    /// provider of its own, and no problem when there is nothing to take away.
-    var isWithdrawal = false
+    /// For a key of a factory with arguments: which form (the key type's ``ServiceKey/_argumentFactoryForm``,
+    /// noted where the type is known).
+    var argumentFactoryForm: _ArgumentFactoryForm = .none
+    /// One of the two forms a `provide` or `override` given a synchronous closure registers, from that
+    /// one closure: the asynchronous form and the synchronous one, at the same site. Validation
+    /// reports the pair's problems once, on the asynchronous form. Any other provider of the
+    /// asynchronous form takes the synchronous form away (see ``GraphPlan``).
+    var isPairedForm = false
+
+    /// Whether this is the synchronous form a synchronous closure registered beside the asynchronous one.
+    var isPairedSynchronousForm: Bool { isPairedForm && argumentFactoryForm == .synchronous }
     /// For a scoped service or a seed: its kind of scope, an index into the registration list's
     /// ``RegistrationList/scopeKinds`` (0: ``ScopeKind/default``).
     var scopeKind: UInt16 = 0
@@ -61,7 +65,8 @@ struct Registration: Sendable {
             isOverride: isOverride
         )
         registration.isWrapperKey = isWrapperKey
-        registration.isSynchronousForm = isSynchronousForm
+        registration.argumentFactoryForm = argumentFactoryForm
+        registration.isPairedForm = isPairedForm
         registration.scopeKind = scopeKind
         return registration
     }

@@ -25,9 +25,9 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     /// Whether a registration appended (or written) here is created on first use whatever depends on
     /// it (``Registration/isCreatedOnFirstUse``). Never reset, so a superset.
     private(set) var mayHaveFirstUseSingletons = false
-    /// Whether a registration appended (or written) here is the synchronous form of a factory with
-    /// arguments (``Registration/isSynchronousForm``). Never reset, so a superset.
-    private(set) var mayHaveSynchronousForms = false
+    /// Whether a registration appended (or written) here is a factory with arguments, in either form
+    /// (``Registration/argumentFactoryForm``). Never reset, so a superset.
+    private(set) var mayHaveArgumentFactories = false
     /// The kinds of scope the registrations name (``Registration/scopeKind``), the default first.
     var scopeKinds: [ScopeKind] = [.default]
 
@@ -52,14 +52,14 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
             let written = chunks[position &>> Self.chunkShift][position & Self.chunkMask]
             mayHaveWrappers = mayHaveWrappers || written.isWrapperKey || written.dependencies.hasWrappers
             mayHaveFirstUseSingletons = mayHaveFirstUseSingletons || written.isCreatedOnFirstUse
-            mayHaveSynchronousForms = mayHaveSynchronousForms || written.isSynchronousForm
+            mayHaveArgumentFactories = mayHaveArgumentFactories || written.argumentFactoryForm != .none
         }
     }
 
     mutating func append(_ registration: consuming Registration) {
         mayHaveWrappers = mayHaveWrappers || registration.isWrapperKey || registration.dependencies.hasWrappers
         mayHaveFirstUseSingletons = mayHaveFirstUseSingletons || registration.isCreatedOnFirstUse
-        mayHaveSynchronousForms = mayHaveSynchronousForms || registration.isSynchronousForm
+        mayHaveArgumentFactories = mayHaveArgumentFactories || registration.argumentFactoryForm != .none
         if count & Self.chunkMask == 0 {
             // The first chunk grows as an array does (most graphs are small); the next ones are for
             // graphs already past a chunk, and take a whole one at once.

@@ -25,4 +25,13 @@ struct SiteLiteral: Sendable {
     }
 
     var site: RegistrationSite { RegistrationSite(fileID: fileID.description, line: Int(line)) }
+
+    /// Whether `other` is the same literal site (the same file literal and line): the registrations
+    /// of one `provide` call.
+    func isSame(as other: SiteLiteral) -> Bool {
+        guard line == other.line, fileID.hasPointerRepresentation, other.fileID.hasPointerRepresentation else {
+            return line == other.line && fileID.description == other.fileID.description
+        }
+        return fileID.utf8Start == other.fileID.utf8Start
+    }
 }

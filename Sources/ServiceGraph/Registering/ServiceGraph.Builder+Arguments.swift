@@ -6,8 +6,9 @@
 // A synchronous closure (the overloads taking `throws`, which the compiler prefers for a closure that
 // does not await) registers the factory twice, from the same closure and dependencies: as the
 // asynchronous function every factory has, and as its synchronous form,
-// `ArgumentFactory<Key, Arguments...>.Synchronous`, which callers that cannot suspend depend on. An
-// asynchronous closure takes away a synchronous form the factory had (see `Registration.isWithdrawal`).
+// `ArgumentFactory<Key, Arguments...>.Synchronous`, which callers that cannot suspend depend on. Any
+// other provider of the asynchronous form (an asynchronous closure, an override of the function
+// itself) takes the synchronous form away: see `GraphPlan`.
 
 extension ServiceGraph.Builder {
     /// Provides `key` made with 1 argument the caller supplies as well as the values of
@@ -430,9 +431,8 @@ extension ServiceGraph.Builder {
     }
 
     /// Adds the function of a factory with 1 argument under `ArgumentFactory<Key, A1>`: it is
-    /// made from the dependencies' values, which it keeps, and makes a value per call. It takes away the
-    /// synchronous form a synchronous closure gave the factory before (a parent graph's, for a child's
-    /// own provider; the replaced provider's, for an override).
+    /// made from the dependencies' values, which it keeps, and makes a value per call. The factory then
+    /// has no synchronous form (see `GraphPlan`).
     @inlinable
     @inline(__always)
     mutating func _addArgumentFactory<Key: ServiceKey, A1: Sendable, each Dependency: ServiceKey>(
@@ -458,18 +458,11 @@ extension ServiceGraph.Builder {
             let captured = (repeat each values)
             return { a1 in try await factory(a1, repeat each captured) }
         }
-        _withdrawSynchronousForm(
-            ArgumentFactory<Key, A1>.Synchronous.self,
-            fileID: fileID,
-            line: line,
-            isOverride: isOverride
-        )
     }
 
     /// Adds the function of a factory with 2 arguments under `ArgumentFactory<Key, A1, A2>`: it is
-    /// made from the dependencies' values, which it keeps, and makes a value per call. It takes away the
-    /// synchronous form a synchronous closure gave the factory before (a parent graph's, for a child's
-    /// own provider; the replaced provider's, for an override).
+    /// made from the dependencies' values, which it keeps, and makes a value per call. The factory then
+    /// has no synchronous form (see `GraphPlan`).
     @inlinable
     @inline(__always)
     mutating func _addArgumentFactory<
@@ -500,18 +493,11 @@ extension ServiceGraph.Builder {
             let captured = (repeat each values)
             return { a1, a2 in try await factory(a1, a2, repeat each captured) }
         }
-        _withdrawSynchronousForm(
-            ArgumentFactory<Key, A1, A2>.Synchronous.self,
-            fileID: fileID,
-            line: line,
-            isOverride: isOverride
-        )
     }
 
     /// Adds the function of a factory with 3 arguments under `ArgumentFactory<Key, A1, A2, A3>`: it is
-    /// made from the dependencies' values, which it keeps, and makes a value per call. It takes away the
-    /// synchronous form a synchronous closure gave the factory before (a parent graph's, for a child's
-    /// own provider; the replaced provider's, for an override).
+    /// made from the dependencies' values, which it keeps, and makes a value per call. The factory then
+    /// has no synchronous form (see `GraphPlan`).
     @inlinable
     @inline(__always)
     mutating func _addArgumentFactory<
@@ -543,12 +529,6 @@ extension ServiceGraph.Builder {
             let captured = (repeat each values)
             return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
         }
-        _withdrawSynchronousForm(
-            ArgumentFactory<Key, A1, A2, A3>.Synchronous.self,
-            fileID: fileID,
-            line: line,
-            isOverride: isOverride
-        )
     }
 
     /// Adds the two forms of a factory with 1 argument made by a synchronous closure: the function
@@ -572,7 +552,8 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
             let captured = (repeat each values)
             return { a1 in try factory(a1, repeat each captured) }
@@ -583,12 +564,12 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Synchronous.Value in
             let captured = (repeat each values)
             return { a1 in try factory(a1, repeat each captured) }
         }
-        _markLastRegistrationAsSynchronousForm()
     }
 
     /// Adds the two forms of a factory with 2 arguments made by a synchronous closure: the function
@@ -617,7 +598,8 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
             let captured = (repeat each values)
             return { a1, a2 in try factory(a1, a2, repeat each captured) }
@@ -628,12 +610,12 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Synchronous.Value in
             let captured = (repeat each values)
             return { a1, a2 in try factory(a1, a2, repeat each captured) }
         }
-        _markLastRegistrationAsSynchronousForm()
     }
 
     /// Adds the two forms of a factory with 3 arguments made by a synchronous closure: the function
@@ -663,7 +645,8 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
             let captured = (repeat each values)
             return { a1, a2, a3 in try factory(a1, a2, a3, repeat each captured) }
@@ -674,43 +657,11 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Synchronous.Value in
             let captured = (repeat each values)
             return { a1, a2, a3 in try factory(a1, a2, a3, repeat each captured) }
         }
-        _markLastRegistrationAsSynchronousForm()
-    }
-
-    /// Marks the registration just added as the synchronous form of a factory with arguments.
-    @usableFromInline
-    mutating func _markLastRegistrationAsSynchronousForm() {
-        registrations[registrations.count - 1].isSynchronousForm = true
-    }
-
-    /// Adds the withdrawal of `form`, the synchronous form of a factory an asynchronous closure provides
-    /// (its provider, or an override of it): see `GraphPlan` for what it takes away.
-    @usableFromInline
-    mutating func _withdrawSynchronousForm<Form: ServiceKey>(
-        _ form: Form.Type,
-        fileID: StaticString,
-        line: UInt,
-        isOverride: Bool
-    ) {
-        // A provider takes away only what its graph inherited (a builder without a parent has nothing
-        // to take away, and its plan stays on the fast path).
-        guard isOverride || parent != nil else { return }
-        var withdrawal = Registration(
-            key: form,
-            lifetime: .singleton,
-            dependencies: _DependencyKeys(),
-            site: SiteLiteral(fileID: fileID, line: line),
-            // Never run: a withdrawal provides nothing.
-            factory: _AnyFactory(Form.Value.self, makeSynchronously: { _, _ in throw CancellationError() }),
-            isOverride: isOverride
-        )
-        withdrawal.isWithdrawal = true
-        withdrawal.scopeKind = currentScopeKind
-        registrations.append(withdrawal)
     }
 }

@@ -175,6 +175,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
+        isPairedForm: Bool = false,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
         let erased = _AnyFactory(Key.Value.self) { resolver, address in
@@ -191,6 +192,7 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: isOverride,
             isWrapperKey: Key._dependencyKind != .direct,
+            isPairedForm: isPairedForm,
             factory: erased
         )
     }
@@ -246,6 +248,7 @@ extension ServiceGraph.Builder {
         line: UInt,
         isOverride: Bool,
         isWrapperKey: Bool,
+        isPairedForm: Bool = false,
         factory: consuming _AnyFactory
     ) {
         var registration = Registration(
@@ -257,8 +260,10 @@ extension ServiceGraph.Builder {
             isOverride: isOverride
         )
         registration.inheritsLifetime = lifetime == nil
-        // Decided where `provide` is inlined, where the key's type is known: a constant there.
+        // Decided where `provide` is inlined, where the key's type is known: constants there.
         registration.isWrapperKey = isWrapperKey
+        registration.argumentFactoryForm = Key._argumentFactoryForm
+        registration.isPairedForm = isPairedForm
         registration.scopeKind = currentScopeKind
         registrations.append(consume registration)
     }

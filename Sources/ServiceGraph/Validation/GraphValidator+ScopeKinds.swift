@@ -29,7 +29,7 @@ extension GraphValidator {
                     need = (dependencyNeed.kind, dependencyNeed.via)
                     continue
                 }
-                if !plan.mirroredForms.contains(slot) {
+                if !plan.isReportedWithItsPair(slot) {
                     problems.append(problem(slot, dependency, needing: dependencyNeed, against: current))
                 }
                 if lifetimes[slot] == .transient { break }

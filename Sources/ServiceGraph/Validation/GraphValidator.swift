@@ -32,7 +32,12 @@ struct GraphValidator {
 
     /// Duplicate providers, then overrides of keys never provided, as the plan met them.
     private func registrationProblems() -> [ServiceGraphError.Problem] {
-        let duplicates = plan.duplicates.map { first, again in
+        // A factory with arguments provided twice by synchronous closures is one problem, on its
+        // asynchronous form: the synchronous forms of both calls are left out.
+        let reported = plan.duplicates.filter { first, again in
+            !(first.isPairedSynchronousForm && again.isPairedSynchronousForm)
+        }
+        let duplicates = reported.map { first, again in
             let message =
                 switch (first.isSeed, again.isSeed) {
                 case (false, false):
@@ -63,22 +68,34 @@ struct GraphValidator {
                 message: "\(override.name) is overridden but was never provided"
             )
         }
-        return duplicates + unknownOverrides
+        return duplicates + unknownOverrides + unpairedForms()
+    }
+
+    /// Synchronous forms provided or overridden on their own: the graph makes both forms of a factory
+    /// from one closure, so that they never make different things.
+    private func unpairedForms() -> [ServiceGraphError.Problem] {
+        plan.unpairedForms.map { registration in
+            let factory = (registration.key as? any ArgumentFactoryKey.Type)?.otherForm.serviceName ?? registration.name
+            let call = registration.isOverride ? "override" : "provide"
+            return ServiceGraphError.Problem(
+                .invalidKey,
+                key: registration.name,
+                site: registration.site.site,
+                message: "\(registration.name) is a form of \(factory), made with it from one closure, not a key "
+                    + "to \(call) on its own: \(call) the factory with `\(call)(_:arguments:dependsOn:factory:)` "
+                    + "and a closure that does not await, which gives both forms"
+            )
+        }
     }
 
     private func unusedProviders() -> [Int] {
         var dependedOn = plan.edges.nodesDependedOn()
         // The two forms of a factory with arguments are one factory: used when either is, and
         // reported once, as the asynchronous form, when neither is.
-        var synchronousForms: [Int] = []
-        for slot in plan.providers.indices where plan.providers[slot].isSynchronousForm {
-            synchronousForms.append(slot)
-            guard dependedOn[slot], let form = plan.providers[slot].key as? any ArgumentFactoryKey.Type,
-                let asynchronous = plan.table.slot(for: ObjectIdentifier(form.otherForm))
-            else { continue }
-            dependedOn[asynchronous] = true
+        for (slot, other) in plan.pairedForms where plan.providers[slot].argumentFactoryForm == .synchronous {
+            if dependedOn[slot] { dependedOn[other] = true }
+            dependedOn[slot] = true
         }
-        for slot in synchronousForms { dependedOn[slot] = true }
         return plan.providers.indices.filter { !dependedOn[$0] }
     }
 
@@ -138,7 +155,8 @@ struct GraphValidator {
     /// Optional dependencies on a wrapper (`Provider<Key>?`): never provided, so always nil, silently.
     private func optionalWrappers() -> [ServiceGraphError.Problem] {
         plan.absentOptionals.compactMap { slot, key in
-            key._dependencyKind == .direct ? nil : nestedWrapper(key.serviceName, in: slot)
+            key._dependencyKind == .direct || plan.isReportedWithItsPair(slot)
+                ? nil : nestedWrapper(key.serviceName, in: slot)
         }
     }
 
@@ -169,7 +187,7 @@ struct GraphValidator {
         var factoriesByProduct: [ObjectIdentifier: [String]]?
         var problems: [ServiceGraphError.Problem] = []
         var indexed = false
-        for (slot, provider) in plan.providers.enumerated() where !plan.mirroredForms.contains(slot) {
+        for (slot, provider) in plan.providers.enumerated() where !plan.isReportedWithItsPair(slot) {
             for (position, dependency) in plan.edges.dependencies(of: slot).enumerated()
             where dependency == GraphPlan.missing {
                 if !indexed {
@@ -370,7 +388,7 @@ struct GraphValidator {
                 }
             }
         }
-        for (slot, dependency, kind) in captives where !plan.mirroredForms.contains(slot) {
+        for (slot, dependency, kind) in captives where !plan.isReportedWithItsPair(slot) {
             let provider = plan.providers[slot]
             let captive = plan.providers[dependency]
             problems.append(

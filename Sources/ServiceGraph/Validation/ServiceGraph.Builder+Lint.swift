@@ -15,10 +15,16 @@ extension ServiceGraph.Builder {
     /// - Complexity: O(services + edges).
     public func lint() -> [LintWarning] {
         let checked = checkedPlan
-        let validator = GraphValidator(checked.plan)
+        let plan = checked.plan
+        let validator = GraphValidator(plan)
+        // An entry point names either form of a factory with arguments, and covers both.
+        func isEntryPoint(_ slot: Int) -> Bool {
+            entryPoints.contains(plan.providers[slot].keyID)
+                || plan.pairedForms[slot].map { entryPoints.contains(plan.providers[$0].keyID) } == true
+        }
         return checked.findings.unusedProviders
-            .filter { !entryPoints.contains(checked.plan.providers[$0].keyID) }
+            .filter { !isEntryPoint($0) }
             .map(validator.unusedProviderWarning)
-            + checked.plan.absentOptionals.map(validator.absentOptionalWarning)
+            + plan.absentOptionals.filter { !plan.isReportedWithItsPair($0.slot) }.map(validator.absentOptionalWarning)
     }
 }

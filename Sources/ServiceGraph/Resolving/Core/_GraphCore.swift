@@ -131,7 +131,8 @@ final class _GraphCore: @unchecked Sendable {
                     line: plan.providers[slot].site.line,
                     fileIndex: index,
                     isOverride: plan.overridden[slot],
-                    isSeed: isSeed
+                    isSeed: isSeed,
+                    isPairedForm: plan.providers[slot].isPairedForm
                 )
             )
         }
