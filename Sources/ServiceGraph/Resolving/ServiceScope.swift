@@ -236,13 +236,18 @@ public final class ServiceScope: Sendable {
     /// anything); nil when the service is not an outer kind's, or not created.
     private func outerBox(at slot: Int) -> _GraphCore._PublishedBox? {
         let owner = _core.scopeKindIndex(of: slot)
-        guard owner != kind, _core.lifetime(of: slot) == .scoped else { return nil }
-        var scope = parent
-        while let candidate = scope {
-            if candidate.kind == owner { return candidate.instances.box(at: slot) }
-            scope = candidate.parent
+        guard owner != kind, _core.lifetime(of: slot) == .scoped, let parent else { return nil }
+        // The walk takes no reference: each scope keeps the one it was opened from alive, and this one is
+        // alive for the call (reference counting on the way was most of a nested read's cost).
+        var candidate = Unmanaged.passUnretained(parent)
+        while true {
+            let (box, next) = candidate._withUnsafeGuaranteedRef { scope in
+                scope.kind == owner
+                    ? (scope.instances.box(at: slot), nil) : (nil, scope.parent.map { Unmanaged.passUnretained($0) })
+            }
+            guard let next else { return box }
+            candidate = next
         }
-        return nil
     }
 
     /// The error for `key` missing from the graph (out of line: the cold path).
