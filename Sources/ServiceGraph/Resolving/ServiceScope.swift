@@ -236,7 +236,14 @@ public final class ServiceScope: Sendable {
     /// anything); nil when the service is not an outer kind's, or not created.
     private func outerBox(at slot: Int) -> _GraphCore._PublishedBox? {
         let owner = _core.scopeKindIndex(of: slot)
-        guard owner != kind, _core.lifetime(of: slot) == .scoped, let parent else { return nil }
+        guard owner != kind, _core.lifetime(of: slot) == .scoped else { return nil }
+        return outerBox(at: slot, ownedBy: owner)
+    }
+
+    /// The created instance at `slot` in the scope of kind `owner` this one was opened from, directly or
+    /// not; nil when there is none, or it has not created the instance.
+    private func outerBox(at slot: Int, ownedBy owner: UInt16) -> _GraphCore._PublishedBox? {
+        guard let parent else { return nil }
         // The walk takes no reference: each scope keeps the one it was opened from alive, and this one is
         // alive for the call (reference counting on the way was most of a nested read's cost).
         var candidate = Unmanaged.passUnretained(parent)
@@ -272,8 +279,9 @@ public final class ServiceScope: Sendable {
     /// not retained: for a resolve in flight, which keeps it alive (see ``_GraphCore/ScopeCells``).
     @usableFromInline
     func _publishedBox(at slot: Int) -> _GraphCore._PublishedBox? {
-        guard _core.scopeKindIndex(of: slot) != kind else { return instances.box(at: slot) }
-        return try? _owner(of: slot).instances.box(at: slot)
+        let owner = _core.scopeKindIndex(of: slot)
+        guard owner != kind else { return instances.box(at: slot) }
+        return outerBox(at: slot, ownedBy: owner)
     }
 
     /// The scope that owns the scoped service or seed at `slot`: this one, or the enclosing scope of the
