@@ -1,6 +1,6 @@
 /// The builder's registrations, in order, kept in chunks of at most ``chunkCapacity``.
 ///
-/// Why not one array: a registration is 160 bytes, so 1,000 of them are past the size at which
+/// Why not one array: a registration takes 168 bytes, so 1,000 of them are past the size at which
 /// allocators map memory of its own (glibc: 128 KB), and an array growing to that size copies every
 /// registration on each doubling and frees buffers the allocator then hands back to the system,
 /// only to fault them in again on the next build (measured: a third of a 1,000-service round from
@@ -11,7 +11,7 @@
 /// A value with copy-on-write chunks: a copy of a builder shares them, and appending to the copy
 /// copies the list of chunks (a pointer per 256 registrations) and the chunk it appends to.
 struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
-    /// Registrations per chunk: a chunk is 40 KB.
+    /// Registrations per chunk: a chunk is 42 KB.
     static let chunkCapacity = 256
     private static let chunkShift = chunkCapacity.trailingZeroBitCount
     private static let chunkMask = chunkCapacity - 1
