@@ -151,11 +151,13 @@ actor Barrier {
 
 /// Runs `operation`, failing the test if it takes longer than `limit` (a guard against a hang, not a
 /// timing assertion). The operation runs in a task of its own, so even one that ignores cancellation
-/// and never returns turns into a failure instead of a hung test run.
+/// and never returns turns into a failure instead of a hung test run. Under a sanitizer, whose code
+/// runs several times slower (and slower still on a busy machine), the limit is four times as long.
 func withDeadline<T: Sendable>(
-    _ limit: Duration = .seconds(120),
+    _ requested: Duration = .seconds(120),
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
+    let limit = ProcessEnvironment.isSanitizerRun ? requested * 4 : requested
     let outcome = Locked<CheckedContinuation<T, any Error>?>(nil)
     let finish = { @Sendable (result: Result<T, any Error>) in
         let waiter = outcome.withLock { waiter in
