@@ -50,6 +50,29 @@ struct ScopeKindTests {
         return builder
     }
 
+    @Test func aTransientNeedingARequestFromASessionIsTheWrongKindWithOrWithoutAwait() async throws {
+        let log = EventLog()
+        let graph = try await builder(log: log).build()
+        let session = try graph.makeScope(.session, seeding: ScopeSeed(UserKey.self, User(name: "ada")))
+        // The receipt needs a request's checkout: no await makes a session scope one.
+        let synchronous = try #require(throws: ServiceGraphError.self) {
+            try session.resolveSynchronously(ReceiptKey.self)
+        }
+        #expect(synchronous.codes == [.wrongScopeKind])
+        #expect(synchronous.problems[0].key == "CheckoutKey")
+        #expect(synchronous.problems[0].path == ["ReceiptKey", "CheckoutKey"])
+        #expect(synchronous.problems[0].message.contains("this session scope is not one nor inside one"))
+        let awaited = try await #require(throws: ServiceGraphError.self) { try await session.resolve(ReceiptKey.self) }
+        #expect(awaited.codes == [.wrongScopeKind])
+        // From a request, the same transient only needs its await (its checkout is not made yet).
+        let request = try session.makeScope(.request, seeding: ScopeSeed(RequestKey.self, Request(id: 1)))
+        let notYet = try #require(throws: ServiceGraphError.self) { try request.resolveSynchronously(ReceiptKey.self) }
+        #expect(notYet.codes == [.requiresAwait])
+        #expect(try await request.resolve(ReceiptKey.self) == "Checkout #1 with Cart of ada for ada")
+        try await session.close()
+        try await graph.shutdown()
+    }
+
     @Test func aRequestScopeReadsItsSessionsServicesAndHasItsOwn() async throws {
         let log = EventLog()
         let graph = try await builder(log: log).build()

@@ -542,7 +542,52 @@ public final class ServiceScope: Sendable {
         if _core.lifetime(of: slot) == .scoped {
             do { _ = try _owner(of: slot) } catch { return error }
         }
+        // A chain that needs a kind of scope this one is not within fails the same way when awaited:
+        // say so, rather than suggest an await that cannot help.
+        if _core.slotScopeKinds != nil, let error = unreachableKind(from: slot) { return error }
         return _core.cannotResolveSynchronouslyInScopeError(slot)
+    }
+
+    /// The ``ServiceGraphError/Code/wrongScopeKind`` error of the nearest scoped service or seed that
+    /// resolving `slot` would need and this scope cannot reach (its kind is neither this scope's nor an
+    /// enclosing one's), with the path to it; nil when there is none. Breadth first through the
+    /// transients the resolve would make (a singleton is made already; a scoped service's own
+    /// dependencies are validated with its kind). Cold: only for an error.
+    private func unreachableKind(from slot: Int) -> ServiceGraphError? {
+        var parent = [slot: slot]
+        var queue = [slot]
+        var head = 0
+        while head < queue.count {
+            let current = queue[head]
+            head += 1
+            switch _core.lifetime(of: current) {
+            case .scoped:
+                do {
+                    _ = try _owner(of: current)
+                } catch {
+                    var path = [current]
+                    while path.last != slot { path.append(parent[path.last!]!) }
+                    let problem = error.problems[0]
+                    return ServiceGraphError(
+                        .init(
+                            problem.code,
+                            key: problem.key,
+                            path: path.reversed().map(_core.name),
+                            site: problem.site,
+                            message: problem.message
+                        )
+                    )
+                }
+            case .transient:
+                for dependency in _core.dependencies(of: current) where parent[dependency] == nil {
+                    parent[dependency] = current
+                    queue.append(dependency)
+                }
+            case .singleton:
+                continue
+            }
+        }
+        return nil
     }
 
     /// A scope opened from this one has finished: closed, or dropped and done releasing (`id`, or nil
