@@ -54,15 +54,7 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
 
         /// `synchronous ProfileKey(UserID)`.
         public static var serviceName: String { "synchronous \(ArgumentFactory.serviceName)" }
-
-        @_documentation(visibility: private)
-        @inlinable
-        public static var _argumentFactoryForm: _ArgumentFactoryForm { .synchronous }
     }
-
-    @_documentation(visibility: private)
-    @inlinable
-    public static var _argumentFactoryForm: _ArgumentFactoryForm { .asynchronous }
 
     /// The argument types' names, in order.
     static var argumentNames: [String] {
@@ -74,15 +66,30 @@ public struct ArgumentFactory<Product: ServiceKey, each Argument: Sendable>: Ser
     }
 }
 
-/// Which form of a factory with arguments a key is. Not API.
-@_documentation(visibility: private)
-public enum _ArgumentFactoryForm: UInt8, Sendable {
-    /// Not a factory with arguments: every other key.
+/// Which form of a factory with arguments a registration provides, noted by the builder's own
+/// `provide(_:arguments:dependsOn:factory:)` (a key type is asked only where this is not known: an
+/// override, or a child graph's own provider; a requirement on every key would cost each key type a
+/// witness in the binary).
+@usableFromInline
+enum _ArgumentFactoryForm: UInt8, Sendable {
+    /// Not a factory with arguments, or not known to be one.
     case none
     /// ``ArgumentFactory``, the asynchronous function every factory with arguments has.
     case asynchronous
     /// ``ArgumentFactory/Synchronous``, the form a synchronous closure also gives it.
     case synchronous
+}
+
+extension _ArgumentFactoryForm {
+    /// The form `key` is, asked of its type (a dynamic cast: for the few registrations whose form the
+    /// builder did not note).
+    init(of key: any ServiceKey.Type) {
+        guard let form = key as? any ArgumentFactoryKey.Type else {
+            self = .none
+            return
+        }
+        self = form.isSynchronousForm ? .synchronous : .asynchronous
+    }
 }
 
 /// What diagnostics ask of an ``ArgumentFactory`` key, or of its ``ArgumentFactory/Synchronous`` form,

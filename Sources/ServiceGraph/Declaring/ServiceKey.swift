@@ -29,12 +29,6 @@ public protocol ServiceKey: Sendable {
     @_documentation(visibility: private)
     static var _dependencyTarget: any ServiceKey.Type { get }
 
-    /// Which form of a factory with arguments the key is (``ArgumentFactory`` or its
-    /// ``ArgumentFactory/Synchronous`` form), read where a provider is registered. Not API: every key
-    /// keeps the default.
-    @_documentation(visibility: private)
-    static var _argumentFactoryForm: _ArgumentFactoryForm { get }
-
     /// The value a factory receives for a dependency on this type. Not API: every key keeps the
     /// default, the value of its provider.
     @_documentation(visibility: private)
@@ -49,10 +43,6 @@ extension ServiceKey {
     @_documentation(visibility: private)
     @inlinable
     public static var _dependencyTarget: any ServiceKey.Type { Self.self }
-
-    @_documentation(visibility: private)
-    @inlinable
-    public static var _argumentFactoryForm: _ArgumentFactoryForm { .none }
 
     @_documentation(visibility: private)
     @inlinable

@@ -20,21 +20,34 @@ struct WithdrawnForms {
     /// Whether nothing is taken away (most lists: the plan then asks nothing per registration).
     var isEmpty: Bool { lastOverrideWithdraws.isEmpty && withdrawnInherited.isEmpty }
 
-    /// Reads `registrations` in order; only those of factories with arguments are looked at.
+    /// The synchronous forms provided or overridden on their own (not paired), in registration order,
+    /// among the overrides and a child graph's own providers (see ``GraphPlan/unpairedForms``).
+    private(set) var unpaired: [Registration] = []
+
+    /// Reads `registrations` in order. The form of a registration the builder did not note (an
+    /// override, or a child graph's own provider, given the function itself) is asked of its key type:
+    /// a dynamic cast each, for the few registrations that may take a form away.
     init(_ registrations: RegistrationList) {
-        guard registrations.mayHaveArgumentFactories else { return }
-        for index in registrations.indices where registrations[index].argumentFactoryForm != .none {
+        let inChild = registrations.mayHaveInherited
+        for index in registrations.indices {
+            let noted = registrations[index].argumentFactoryForm
+            let isOverride = registrations[index].isOverride
+            let mayBeUnnoted = isOverride || inChild && !registrations[index].isInherited
+            guard noted != .none || mayBeUnnoted else { continue }
             let registration = registrations[index]
-            switch registration.argumentFactoryForm {
-            case .synchronous where registration.isOverride:
+            let form = noted != .none ? noted : _ArgumentFactoryForm(of: registration.key)
+            switch form {
+            case .synchronous where !registration.isPairedForm:
+                unpaired.append(registration)
+            case .synchronous where isOverride:
                 lastOverrideWithdraws[registration.keyID] = false
             case .asynchronous where !registration.isPairedForm:
                 // Cold: a dynamic cast per unpaired asynchronous form, for the key of its other form.
-                guard let form = (registration.key as? any ArgumentFactoryKey.Type)?.otherForm else { continue }
-                if registration.isOverride {
-                    lastOverrideWithdraws[ObjectIdentifier(form)] = true
+                guard let other = (registration.key as? any ArgumentFactoryKey.Type)?.otherForm else { continue }
+                if isOverride {
+                    lastOverrideWithdraws[ObjectIdentifier(other)] = true
                 } else if !registration.isInherited {
-                    withdrawnInherited.insert(ObjectIdentifier(form))
+                    withdrawnInherited.insert(ObjectIdentifier(other))
                 }
             default:
                 continue
@@ -44,14 +57,14 @@ struct WithdrawnForms {
 
     /// Whether the provider `registration` (not an override) is a synchronous form taken away.
     func takesAway(_ registration: Registration) -> Bool {
-        guard !isEmpty, registration.argumentFactoryForm == .synchronous else { return false }
+        guard !isEmpty, registration.isPairedSynchronousForm else { return false }
         return lastOverrideWithdraws[registration.keyID] == true
             || registration.isInherited && withdrawnInherited.contains(registration.keyID)
     }
 
     /// Whether the override `registration` is of a synchronous form a later override takes away.
     func takesAway(override registration: Registration) -> Bool {
-        guard !isEmpty, registration.argumentFactoryForm == .synchronous else { return false }
+        guard !isEmpty, registration.isPairedSynchronousForm else { return false }
         return lastOverrideWithdraws[registration.keyID] == true
     }
 }
@@ -74,6 +87,23 @@ extension GraphPlan {
             pairs[sibling] = slot
         }
         return pairs
+    }
+
+    /// The providers of the synchronous forms of the graph's factories with arguments that are not
+    /// paired with them: given by hand, beside a factory the builder registered (an unpaired override
+    /// or child's own provider is found by ``WithdrawnForms``). Only the factories the builder noted
+    /// are looked at, so a graph without any asks nothing.
+    static func unpairedForms(of providers: RegistrationList, table: KeyTable) -> [Registration] {
+        guard providers.mayHaveArgumentFactories else { return [] }
+        var unpaired: [Registration] = []
+        for slot in providers.indices where providers[slot].argumentFactoryForm == .asynchronous {
+            guard let form = (providers[slot].key as? any ArgumentFactoryKey.Type)?.otherForm,
+                let twin = table.slot(for: ObjectIdentifier(form)),
+                !providers[twin].isPairedForm, !providers[twin].isOverride
+            else { continue }
+            unpaired.append(providers[twin])
+        }
+        return unpaired
     }
 
     /// Whether `slot` is a synchronous form whose problems validation reports on its asynchronous form.

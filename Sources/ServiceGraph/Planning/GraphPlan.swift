@@ -214,14 +214,7 @@ struct GraphPlan: Sendable {
             )
             : nil
         self.pairedForms = Self.pairedForms(of: providers, table: table)
-        var unpairedForms: [Registration] = []
-        if registrations.mayHaveArgumentFactories {
-            for index in registrations.indices
-            where registrations[index].argumentFactoryForm == .synchronous && !registrations[index].isPairedForm {
-                unpairedForms.append(registrations[index])
-            }
-        }
-        self.unpairedForms = unpairedForms
+        self.unpairedForms = withdrawn.unpaired + Self.unpairedForms(of: providers, table: table)
         self.keyNames = KeyNames(lookupFrom: providers.count) { [providers, edges, table] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
         }

@@ -30,8 +30,8 @@ extension Registration {
             )
             registration.isInherited = true
             registration.isSeed = core.isSeed(slot)
-            registration.argumentFactoryForm = Key._argumentFactoryForm
             registration.isPairedForm = service.isPairedForm
+            if service.isPairedForm { registration.argumentFactoryForm = _ArgumentFactoryForm(of: key) }
             registration.isCreatedOnFirstUse = isCreatedOnFirstUse
             registration.scopeKind = core.scopeKindIndex(of: slot)
             return registration

@@ -28,6 +28,9 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     /// Whether a registration appended (or written) here is a factory with arguments, in either form
     /// (``Registration/argumentFactoryForm``). Never reset, so a superset.
     private(set) var mayHaveArgumentFactories = false
+    /// Whether a registration appended (or written) here was inherited from a parent graph. Never
+    /// reset, so a superset.
+    private(set) var mayHaveInherited = false
     /// The kinds of scope the registrations name (``Registration/scopeKind``), the default first.
     var scopeKinds: [ScopeKind] = [.default]
 
@@ -53,6 +56,7 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
             mayHaveWrappers = mayHaveWrappers || written.isWrapperKey || written.dependencies.hasWrappers
             mayHaveFirstUseSingletons = mayHaveFirstUseSingletons || written.isCreatedOnFirstUse
             mayHaveArgumentFactories = mayHaveArgumentFactories || written.argumentFactoryForm != .none
+            mayHaveInherited = mayHaveInherited || written.isInherited
         }
     }
 
@@ -60,6 +64,7 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
         mayHaveWrappers = mayHaveWrappers || registration.isWrapperKey || registration.dependencies.hasWrappers
         mayHaveFirstUseSingletons = mayHaveFirstUseSingletons || registration.isCreatedOnFirstUse
         mayHaveArgumentFactories = mayHaveArgumentFactories || registration.argumentFactoryForm != .none
+        mayHaveInherited = mayHaveInherited || registration.isInherited
         if count & Self.chunkMask == 0 {
             // The first chunk grows as an array does (most graphs are small); the next ones are for
             // graphs already past a chunk, and take a whole one at once.

@@ -453,7 +453,8 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            argumentFactoryForm: .asynchronous
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
             let captured = (repeat each values)
             return { a1 in try await factory(a1, repeat each captured) }
@@ -488,7 +489,8 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            argumentFactoryForm: .asynchronous
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
             let captured = (repeat each values)
             return { a1, a2 in try await factory(a1, a2, repeat each captured) }
@@ -524,7 +526,8 @@ extension ServiceGraph.Builder {
             dependsOn: repeat each dependencies,
             fileID: fileID,
             line: line,
-            isOverride: isOverride
+            isOverride: isOverride,
+            argumentFactoryForm: .asynchronous
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
             let captured = (repeat each values)
             return { a1, a2, a3 in try await factory(a1, a2, a3, repeat each captured) }
@@ -553,6 +556,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            argumentFactoryForm: .asynchronous,
             isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Value in
             let captured = (repeat each values)
@@ -565,6 +569,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            argumentFactoryForm: .synchronous,
             isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1>.Synchronous.Value in
             let captured = (repeat each values)
@@ -599,6 +604,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            argumentFactoryForm: .asynchronous,
             isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Value in
             let captured = (repeat each values)
@@ -611,6 +617,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            argumentFactoryForm: .synchronous,
             isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2>.Synchronous.Value in
             let captured = (repeat each values)
@@ -646,6 +653,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            argumentFactoryForm: .asynchronous,
             isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Value in
             let captured = (repeat each values)
@@ -658,6 +666,7 @@ extension ServiceGraph.Builder {
             fileID: fileID,
             line: line,
             isOverride: isOverride,
+            argumentFactoryForm: .synchronous,
             isPairedForm: true
         ) { (values: repeat (each Dependency).Value) -> ArgumentFactory<Key, A1, A2, A3>.Synchronous.Value in
             let captured = (repeat each values)

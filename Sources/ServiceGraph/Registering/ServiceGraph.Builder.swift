@@ -175,6 +175,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
+        argumentFactoryForm: _ArgumentFactoryForm = .none,
         isPairedForm: Bool = false,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
@@ -192,6 +193,7 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: isOverride,
             isWrapperKey: Key._dependencyKind != .direct,
+            argumentFactoryForm: argumentFactoryForm,
             isPairedForm: isPairedForm,
             factory: erased
         )
@@ -208,6 +210,7 @@ extension ServiceGraph.Builder {
         fileID: StaticString,
         line: UInt,
         isOverride: Bool,
+        argumentFactoryForm: _ArgumentFactoryForm = .none,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
         let erased = _AnyFactory(
@@ -225,6 +228,7 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: isOverride,
             isWrapperKey: Key._dependencyKind != .direct,
+            argumentFactoryForm: argumentFactoryForm,
             factory: erased
         )
     }
@@ -248,6 +252,7 @@ extension ServiceGraph.Builder {
         line: UInt,
         isOverride: Bool,
         isWrapperKey: Bool,
+        argumentFactoryForm: _ArgumentFactoryForm = .none,
         isPairedForm: Bool = false,
         factory: consuming _AnyFactory
     ) {
@@ -262,7 +267,7 @@ extension ServiceGraph.Builder {
         registration.inheritsLifetime = lifetime == nil
         // Decided where `provide` is inlined, where the key's type is known: constants there.
         registration.isWrapperKey = isWrapperKey
-        registration.argumentFactoryForm = Key._argumentFactoryForm
+        registration.argumentFactoryForm = argumentFactoryForm
         registration.isPairedForm = isPairedForm
         registration.scopeKind = currentScopeKind
         registrations.append(consume registration)
