@@ -145,24 +145,36 @@ extension _GraphCore {
     /// The shortest path of names from `slot` to a scoped service that is not a seed (a seed is always in
     /// place), breadth first; empty when there is none.
     private func pathToScopedService(from slot: Int) -> [String] {
+        let path = shortestPath(
+            from: slot,
+            to: { lifetime(of: $0) == .scoped && !isSeed($0) },
+            through: { lifetime(of: $0) != .scoped }
+        )
+        return path?.map(name) ?? []
+    }
+
+    /// The shortest path of slots from `slot` (first) to the nearest service `isTarget` accepts (last),
+    /// breadth first through the dependencies of the services `expands` accepts; nil when there is
+    /// none. For error messages: cold.
+    func shortestPath(from slot: Int, to isTarget: (Int) -> Bool, through expands: (Int) -> Bool) -> [Int]? {
         var parent = [slot: slot]
         var queue = [slot]
         var head = 0
         while head < queue.count {
             let current = queue[head]
             head += 1
-            if lifetime(of: current) == .scoped {
-                guard !isSeed(current) else { continue }
+            if isTarget(current) {
                 var path = [current]
                 while path.last! != slot { path.append(parent[path.last!]!) }
-                return path.reversed().map(name)
+                return path.reversed()
             }
+            guard expands(current) else { continue }
             for dependency in dependencies(of: current) where parent[dependency] == nil {
                 parent[dependency] = current
                 queue.append(dependency)
             }
         }
-        return []
+        return nil
     }
 
     /// Traps with the message `resolve` would throw: the subscript's out-of-range access.

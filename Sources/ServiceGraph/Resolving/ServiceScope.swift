@@ -554,40 +554,38 @@ public final class ServiceScope: Sendable {
     /// transients the resolve would make (a singleton is made already; a scoped service's own
     /// dependencies are validated with its kind). Cold: only for an error.
     private func unreachableKind(from slot: Int) -> ServiceGraphError? {
-        var parent = [slot: slot]
-        var queue = [slot]
-        var head = 0
-        while head < queue.count {
-            let current = queue[head]
-            head += 1
-            switch _core.lifetime(of: current) {
-            case .scoped:
-                do {
-                    _ = try _owner(of: current)
-                } catch {
-                    var path = [current]
-                    while path.last != slot { path.append(parent[path.last!]!) }
-                    let problem = error.problems[0]
-                    return ServiceGraphError(
-                        .init(
-                            problem.code,
-                            key: problem.key,
-                            path: path.reversed().map(_core.name),
-                            site: problem.site,
-                            message: problem.message
-                        )
-                    )
-                }
-            case .transient:
-                for dependency in _core.dependencies(of: current) where parent[dependency] == nil {
-                    parent[dependency] = current
-                    queue.append(dependency)
-                }
-            case .singleton:
-                continue
+        func isUnreachable(_ service: Int) -> Bool {
+            guard _core.lifetime(of: service) == .scoped else { return false }
+            do {
+                _ = try _owner(of: service)
+                return false
+            } catch {
+                return true
             }
         }
-        return nil
+        guard
+            let path = _core.shortestPath(
+                from: slot,
+                to: isUnreachable,
+                through: { _core.lifetime(of: $0) == .transient }
+            ),
+            let unreachable = path.last
+        else { return nil }
+        do {
+            _ = try _owner(of: unreachable)
+            return nil
+        } catch {
+            let problem = error.problems[0]
+            return ServiceGraphError(
+                .init(
+                    problem.code,
+                    key: problem.key,
+                    path: path.map(_core.name),
+                    site: problem.site,
+                    message: problem.message
+                )
+            )
+        }
     }
 
     /// A scope opened from this one has finished: closed, or dropped and done releasing (`id`, or nil
