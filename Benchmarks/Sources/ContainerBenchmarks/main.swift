@@ -46,6 +46,21 @@ if let flag = arguments.firstIndex(of: "--profile-distinct") {
     exit(0)
 }
 
+if let flag = arguments.firstIndex(of: "--profile-scale") {
+    // Validate + build of the 1,000,000-service random DAG, for a profiler (`--profile-scale 3`); the
+    // key types and the shape are made first, once.
+    let rounds = flag + 1 < arguments.count ? Int(arguments[flag + 1]) ?? 3 : 3
+    let shape = ScaleShape.randomDAG(count: 1_000_000)
+    let keys = ScaleGraph.keys(count: shape.count)
+    for _ in 0..<rounds {
+        let builder = ScaleGraph.builder(shape, keys: keys)
+        try builder.validate()
+        let graph = try await builder.build()
+        try await graph.shutdown()
+    }
+    exit(0)
+}
+
 if arguments.contains("--distinct") {
     // Only the rows of 1,000 distinct types.
     try await distinctTypeRows(Effort.full)

@@ -84,7 +84,7 @@ extension ServiceGraph.Builder {
 
     /// The plan of this builder's graph and what validation found in it, made once per revision.
     var checkedPlan: CheckedPlan {
-        validatedPlans.checkedPlan(for: revision, of: registrations)
+        validatedPlans.checkedPlan(for: revision, of: registrations, contributions: contributions)
     }
 
     /// The plan of this builder's graph, or every problem it has.

@@ -103,6 +103,8 @@ extension ServiceGraphError {
             case ownedSeedInUse = "owned seed in use"
             case invalidKey = "invalid key"
             case wrongScopeKind = "wrong scope kind"
+            case contradictoryOrder = "contradictory order"
+            case unknownContribution = "unknown contribution"
         }
 
         private let base: Base
@@ -164,6 +166,12 @@ extension ServiceGraphError {
         /// the wrong place, a service resolved from a scope of another kind, or a transient that needs
         /// two kinds of scope neither of which is inside the other.
         public static let wrongScopeKind = Code(.wrongScopeKind)
+        /// The `before` and `after` of a list's contributions (``ContributionKey``) contradict each other:
+        /// some contribution would have to come before itself.
+        public static let contradictoryOrder = Code(.contradictoryOrder)
+        /// A contribution's `before` or `after`, or an `overrideContribution`, names an id no contribution
+        /// to that list has.
+        public static let unknownContribution = Code(.unknownContribution)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

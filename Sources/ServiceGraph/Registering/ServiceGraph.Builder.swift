@@ -14,10 +14,11 @@ extension ServiceGraph {
     public struct Builder: Sendable {
         /// Every `provide` and `override` call, in order.
         var registrations = RegistrationList() {
-            didSet {
-                if !isKnownUniquelyReferenced(&lineage) { lineage = RegistrationsLineage() }
-                lineage.count &+= 1
-            }
+            didSet { advanceRevision() }
+        }
+        /// Every `contribute` and `overrideContribution` call, in order (see ``Contributions``).
+        var contributions: [Contribution] = [] {
+            didSet { advanceRevision() }
         }
         /// Where `registrations` are in their history (see ``RegistrationsRevision``).
         private var lineage = RegistrationsLineage()
@@ -69,6 +70,12 @@ extension ServiceGraph {
 extension ServiceGraph.Builder {
     /// The current state of the registrations: the key of the validated-plan cache.
     var revision: RegistrationsRevision { RegistrationsRevision(lineage) }
+
+    /// Gives the registrations a revision never used before (see ``RegistrationsRevision``).
+    private mutating func advanceRevision() {
+        if !isKnownUniquelyReferenced(&lineage) { lineage = RegistrationsLineage() }
+        lineage.count &+= 1
+    }
 }
 
 extension ServiceGraph.Builder {

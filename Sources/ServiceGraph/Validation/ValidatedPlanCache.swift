@@ -16,17 +16,30 @@ final class ValidatedPlanCache: Sendable {
 
     init() {}
 
-    /// The plan of `registrations` and its findings, made and validated only when the cache does not
-    /// already hold those of `revision`.
+    /// The plan of `registrations` and `contributions` and its findings, made and validated only when
+    /// the cache does not already hold those of `revision`.
     func checkedPlan(
         for revision: RegistrationsRevision,
-        of registrations: RegistrationList
+        of registrations: RegistrationList,
+        contributions: [Contribution]
     ) -> CheckedPlan {
         if let checked = entry.withLock({ $0?.revision == revision ? $0?.checked : nil }) {
             return checked
         }
-        let plan = GraphPlan(registrations)
-        let checked = CheckedPlan(plan: plan, findings: GraphValidator(plan).findings())
+        var registrations = registrations
+        let contributionProblems =
+            contributions.isEmpty ? [] : Contributions.add(contributions, to: &registrations)
+        var plan = GraphPlan(registrations)
+        // A list nobody contributes to is empty: planned again with it, only where keys are missing.
+        if Contributions.addEmptyLists(missingFrom: plan, to: &registrations) { plan = GraphPlan(registrations) }
+        var findings = GraphValidator(plan).findings()
+        if !contributionProblems.isEmpty {
+            findings = .init(
+                problems: contributionProblems + findings.problems,
+                unusedProviders: findings.unusedProviders
+            )
+        }
+        let checked = CheckedPlan(plan: plan, findings: findings)
         entry.withLock { $0 = Entry(revision: revision, checked: checked) }
         return checked
     }

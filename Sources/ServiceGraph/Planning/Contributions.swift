@@ -1,0 +1,323 @@
+/// Turns a builder's contributions (``Contribution``) into providers, once the order of each list is
+/// known: a provider per contribution, keyed by its position in its list (`MiddlewareKey[0]`,
+/// `MiddlewareKey[1]`, ...), and a provider of each list that depends on them in that order. From there
+/// on they are ordinary providers: validated, built, resolved, dumped and released like any other.
+enum Contributions {
+    typealias Problem = ServiceGraphError.Problem
+
+    /// Appends the providers of `contributions` to `registrations`; returns what is wrong with the
+    /// contributions themselves (ids, overrides, order), in registration order.
+    static func add(_ contributions: [Contribution], to registrations: inout RegistrationList) -> [Problem] {
+        var problems: [Problem] = []
+        var groupOf: [ObjectIdentifier: Int] = [:]
+        var groups: [(members: [Contribution], overrides: [Contribution])] = []
+        for contribution in contributions {
+            let group: Int
+            if let known = groupOf[contribution.collectionID] {
+                group = known
+            } else {
+                group = groups.count
+                groupOf[contribution.collectionID] = group
+                groups.append(([], []))
+            }
+            if contribution.isOverride {
+                groups[group].overrides.append(contribution)
+            } else {
+                groups[group].members.append(contribution)
+            }
+        }
+        for (members, overrides) in groups {
+            let collection = (members.first ?? overrides[0]).collection
+            let name = collection.serviceName
+            var list = members
+            var positionOfID: [String: Int] = [:]
+            for (index, member) in list.enumerated() {
+                guard let id = member.id else { continue }
+                if let first = positionOfID[id] {
+                    problems.append(duplicateID(id, of: name, first: list[first].site, again: member.site))
+                } else {
+                    positionOfID[id] = index
+                }
+            }
+            for override in overrides {
+                guard let id = override.id, let index = positionOfID[id] else {
+                    problems.append(unknownOverride(override, of: name, known: positionOfID.keys))
+                    continue
+                }
+                list[index] = list[index].replaced(by: override)
+            }
+            guard !list.isEmpty else { continue }
+            let order = ordered(list, positionOfID: positionOfID, name: name, problems: &problems)
+            append(list, in: order, of: collection, to: &registrations)
+        }
+        return problems
+    }
+
+    /// The providers of one list: its contributions in `order`, then the list itself.
+    private static func append(
+        _ list: [Contribution],
+        in order: [Int],
+        of collection: any ContributionKey.Type,
+        to registrations: inout RegistrationList
+    ) {
+        var elementKeys = _DependencyKeys()
+        var lifetimes: Set<Lifetime> = []
+        var scopeKinds: Set<UInt16> = []
+        for (position, index) in order.enumerated() {
+            let contribution = list[index]
+            let key = collection.element(at: position)
+            let lifetime = contribution.lifetime ?? .singleton
+            var registration = Registration(
+                key: key,
+                lifetime: lifetime,
+                dependencies: contribution.dependencies,
+                site: contribution.site,
+                factory: contribution.factory,
+                isOverride: false
+            )
+            registration.scopeKind = contribution.scopeKind
+            registrations.append(registration)
+            elementKeys.append(key, kind: .direct)
+            lifetimes.insert(lifetime)
+            if lifetime == .scoped { scopeKinds.insert(contribution.scopeKind) }
+        }
+        // The list holds its elements: a singleton only when they all are; scoped when some are scoped,
+        // all in one kind of scope (a scoped service may hold singletons); transient otherwise.
+        let lifetime: Lifetime =
+            lifetimes.contains(.transient) || scopeKinds.count > 1
+            ? .transient : lifetimes.contains(.scoped) ? .scoped : .singleton
+        var registration = Registration(
+            key: collection,
+            lifetime: lifetime,
+            dependencies: elementKeys,
+            site: list[0].site,
+            factory: collection.collectionFactory(count: order.count),
+            isOverride: false
+        )
+        if lifetime == .scoped { registration.scopeKind = scopeKinds.first ?? 0 }
+        registrations.append(registration)
+    }
+
+    /// Appends an empty list for each key of a list nobody contributes to that a provider of `plan`
+    /// depends on, unless the key needs a contribution (``ContributionKey/needsContribution``); returns
+    /// whether it appended any. Looked for only where the plan has missing edges.
+    static func addEmptyLists(missingFrom plan: GraphPlan, to registrations: inout RegistrationList) -> Bool {
+        guard plan.missingEdgeCount > 0 else { return false }
+        var added: Set<ObjectIdentifier> = []
+        for slot in plan.providers.indices {
+            for (position, target) in plan.edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
+                let key = plan.providers[slot].dependencies[position]
+                guard let collection = key as? any ContributionKey.Type, !collection.needsContribution,
+                    added.insert(ObjectIdentifier(collection)).inserted
+                else { continue }
+                registrations.append(
+                    Registration(
+                        key: collection,
+                        lifetime: .singleton,
+                        dependencies: _DependencyKeys(),
+                        site: plan.providers[slot].site,
+                        factory: collection.collectionFactory(count: 0),
+                        isOverride: false
+                    )
+                )
+            }
+        }
+        return !added.isEmpty
+    }
+
+    /// The order of `list`: its `before` and `after` constraints first, then the lowest `position`, then
+    /// the order of registration. A constraint on an unknown id is reported and left out; a
+    /// contradiction is reported, and the contributions it leaves unplaced follow in position order.
+    ///
+    /// - Complexity: O((n + c) log n) for n contributions and c constraints.
+    static func ordered(
+        _ list: [Contribution],
+        positionOfID: [String: Int],
+        name: String,
+        problems: inout [Problem]
+    ) -> [Int] {
+        var successors = Array(repeating: [Int](), count: list.count)
+        var predecessorCount = Array(repeating: 0, count: list.count)
+        for (index, contribution) in list.enumerated() {
+            for (ids, isBefore) in [(contribution.before, true), (contribution.after, false)] {
+                for id in ids {
+                    guard let other = positionOfID[id] else {
+                        problems.append(
+                            unknownID(id, in: contribution, isBefore: isBefore, of: name, known: positionOfID.keys)
+                        )
+                        continue
+                    }
+                    let (first, second) = isBefore ? (index, other) : (other, index)
+                    successors[first].append(second)
+                    predecessorCount[second] += 1
+                }
+            }
+        }
+        let precedes = { (left: Int, right: Int) in
+            (list[left].position, left) < (list[right].position, right)
+        }
+        var ready = MinimumHeap(precedes: precedes)
+        for index in list.indices where predecessorCount[index] == 0 { ready.insert(index) }
+        var order: [Int] = []
+        order.reserveCapacity(list.count)
+        while let next = ready.removeFirst() {
+            order.append(next)
+            for successor in successors[next] {
+                predecessorCount[successor] -= 1
+                if predecessorCount[successor] == 0 { ready.insert(successor) }
+            }
+        }
+        guard order.count < list.count else { return order }
+        problems.append(contradiction(in: list, successors: successors, remaining: predecessorCount, of: name))
+        let unplaced = list.indices.filter { predecessorCount[$0] > 0 }.sorted(by: precedes)
+        return order + unplaced
+    }
+
+    /// The problem of a contradiction: a cycle among the contributions left with predecessors.
+    private static func contradiction(
+        in list: [Contribution],
+        successors: [[Int]],
+        remaining: [Int],
+        of name: String
+    ) -> Problem {
+        // Every contribution left has a predecessor that is left too: walking back from one finds a
+        // cycle.
+        var predecessor = Array(repeating: -1, count: list.count)
+        for index in list.indices where remaining[index] > 0 {
+            for successor in successors[index] where remaining[successor] > 0 { predecessor[successor] = index }
+        }
+        var seen: [Int: Int] = [:]
+        var walk: [Int] = []
+        var current = list.indices.first { remaining[$0] > 0 }!
+        while seen[current] == nil {
+            seen[current] = walk.count
+            walk.append(current)
+            current = predecessor[current]
+        }
+        // Told from the earliest registered contribution on it, so the message does not depend on the walk.
+        var cycle = Array(walk[seen[current]!...].reversed())
+        let start = cycle.firstIndex(of: cycle.min()!)!
+        cycle = Array(cycle[start...] + cycle[..<start])
+        let steps = (cycle + [cycle[0]]).map { label(list[$0], at: $0) }
+        let sites = cycle.map { "\(list[$0].site.site)" }
+        return Problem(
+            .contradictoryOrder,
+            key: name,
+            path: steps,
+            site: list[cycle[0]].site.site,
+            message:
+                "the contributions to \(name) cannot be ordered: \(steps.joined(separator: " comes before ")) (stated at \(sites.joined(separator: " and ")))"
+        )
+    }
+
+    /// How errors name a contribution: its id, or its place among the list's contributions.
+    private static func label(_ contribution: Contribution, at index: Int) -> String {
+        contribution.id.map { "'\($0)'" } ?? "contribution #\(index + 1)"
+    }
+
+    private static func duplicateID(_ id: String, of name: String, first: SiteLiteral, again: SiteLiteral) -> Problem {
+        Problem(
+            .duplicateProvider,
+            key: name,
+            site: again.site,
+            message: "two contributions to \(name) have the id '\(id)' (the first at \(first.site))"
+        )
+    }
+
+    private static func unknownID(
+        _ id: String,
+        in contribution: Contribution,
+        isBefore: Bool,
+        of name: String,
+        known: some Collection<String>
+    ) -> Problem {
+        Problem(
+            .unknownContribution,
+            key: name,
+            site: contribution.site.site,
+            message:
+                "a contribution to \(name) comes \(isBefore ? "before" : "after") '\(id)', but no contribution to \(name) has that id\(suggestion(for: id, among: known))"
+        )
+    }
+
+    private static func unknownOverride(
+        _ override: Contribution,
+        of name: String,
+        known: some Collection<String>
+    ) -> Problem {
+        let id = override.id ?? ""
+        return Problem(
+            .unknownContribution,
+            key: name,
+            site: override.site.site,
+            message:
+                "overrideContribution replaces '\(id)', but no contribution to \(name) has that id\(suggestion(for: id, among: known))"
+        )
+    }
+
+    /// The ids the list's contributions have, for a message about an unknown one; nothing when none has.
+    private static func suggestion(for id: String, among known: some Collection<String>) -> String {
+        let ids = known.sorted()
+        guard !ids.isEmpty else { return "" }
+        return " (its contributions' ids: \(ids.map { "'\($0)'" }.joined(separator: ", ")))"
+    }
+}
+
+extension Contribution {
+    /// This contribution with `override`'s provider, keeping its place: id, position, before and after.
+    func replaced(by override: Contribution) -> Contribution {
+        Contribution(
+            collection: collection,
+            id: id,
+            position: position,
+            before: before,
+            after: after,
+            lifetime: override.lifetime ?? lifetime,
+            dependencies: override.dependencies,
+            site: override.site,
+            factory: override.factory,
+            scopeKind: override.scopeKind == 0 ? scopeKind : override.scopeKind,
+            isOverride: true
+        )
+    }
+}
+
+/// A binary heap of indices, the least (by `precedes`) first.
+struct MinimumHeap {
+    private var elements: [Int] = []
+    private let precedes: (Int, Int) -> Bool
+
+    init(precedes: @escaping (Int, Int) -> Bool) {
+        self.precedes = precedes
+    }
+
+    mutating func insert(_ element: Int) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard precedes(elements[child], elements[parent]) else { break }
+            elements.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() -> Int? {
+        guard let last = elements.popLast() else { return nil }
+        guard !elements.isEmpty else { return last }
+        let first = elements[0]
+        elements[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var least = parent
+            if left < elements.count, precedes(elements[left], elements[least]) { least = left }
+            if right < elements.count, precedes(elements[right], elements[least]) { least = right }
+            if least == parent { break }
+            elements.swapAt(parent, least)
+            parent = least
+        }
+        return first
+    }
+}

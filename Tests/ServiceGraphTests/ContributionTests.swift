@@ -1,0 +1,156 @@
+import ServiceGraph
+import Testing
+
+private enum StepsKey: ContributionKey { typealias Element = String }
+private enum RequiredStepsKey: ContributionKey {
+    typealias Element = String
+    static var needsContribution: Bool { true }
+}
+private enum PrefixKey: ServiceKey { typealias Value = String }
+private enum PipelineKey: ServiceKey { typealias Value = [String] }
+private enum CounterKey: ServiceKey { typealias Value = Counter }
+
+private final class Counter: Sendable {
+    let made = Tally()
+}
+
+@Suite("Ordered contributions")
+struct ContributionTests {
+    @Test("a dependent receives every contribution, in registration order when nothing else is said")
+    func registrationOrder() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(PrefixKey.self) { ">" }
+        builder.contribute(StepsKey.self, id: "a") { "a" }
+        builder.contribute(StepsKey.self, id: "b", dependsOn: PrefixKey.self) { $0 + "b" }
+        builder.contribute(StepsKey.self) { "c" }
+        builder.provide(PipelineKey.self, dependsOn: StepsKey.self) { $0 }
+        let graph = try await builder.build()
+        #expect(graph[PipelineKey.self] == ["a", ">b", "c"])
+        #expect(graph[StepsKey.self] == ["a", ">b", "c"])
+        try await graph.shutdown()
+    }
+
+    @Test("before and after, then position, then registration order")
+    func statedOrder() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.contribute(StepsKey.self, id: "auth") { "auth" }
+        builder.contribute(StepsKey.self, id: "log", before: ["auth"]) { "log" }
+        builder.contribute(StepsKey.self, id: "late", position: 10) { "late" }
+        builder.contribute(StepsKey.self, id: "early", position: -5) { "early" }
+        builder.contribute(StepsKey.self, id: "tail", after: ["late"]) { "tail" }
+        builder.contribute(StepsKey.self, id: "plain") { "plain" }
+        let graph = try await builder.build()
+        #expect(graph[StepsKey.self] == ["early", "log", "auth", "plain", "late", "tail"])
+        try await graph.shutdown()
+    }
+
+    @Test("a contradiction names every contribution on it and both sites")
+    func contradiction() throws {
+        var builder = ServiceGraph.Builder()
+        builder.contribute(StepsKey.self, id: "a", before: ["b"]) { "a" }
+        builder.contribute(StepsKey.self, id: "b", before: ["c"]) { "b" }
+        builder.contribute(StepsKey.self, id: "c", before: ["a"]) { "c" }
+        builder.contribute(StepsKey.self, id: "free") { "free" }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.contradictoryOrder])
+        let problem = error.problems[0]
+        #expect(problem.path == ["'a'", "'b'", "'c'", "'a'"])
+        #expect(problem.message.contains("ContributionTests.swift:50"))
+        #expect(problem.message.contains("ContributionTests.swift:52"))
+        #expect(problem.site?.line == 50)
+    }
+
+    @Test("unknown ids, duplicate ids and overrides of unknown ids are all reported at once")
+    func idProblems() throws {
+        var builder = ServiceGraph.Builder()
+        builder.contribute(StepsKey.self, id: "a", after: ["nope"]) { "a" }
+        builder.contribute(StepsKey.self, id: "a") { "again" }
+        builder.overrideContribution(StepsKey.self, id: "missing") { "x" }
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(Set(error.codes) == [.duplicateProvider, .unknownContribution])
+        #expect(error.problems.count == 3)
+        #expect(error.problems.contains { $0.message.contains("'nope'") && $0.message.contains("'a'") })
+    }
+
+    @Test("a list nobody contributes to is empty, unless the key needs a contribution")
+    func emptyList() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(PipelineKey.self, dependsOn: StepsKey.self) { $0 }
+        let graph = try await builder.build()
+        #expect(graph[PipelineKey.self] == [])
+        try await graph.shutdown()
+
+        var required = ServiceGraph.Builder()
+        required.provide(PipelineKey.self, dependsOn: RequiredStepsKey.self) { $0 }
+        let error = try #require(throws: ServiceGraphError.self) { try required.validate() }
+        #expect(error.codes == [.missingProvider])
+    }
+
+    @Test("overrideContribution replaces one element in its place; override replaces the list")
+    func overrides() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.contribute(StepsKey.self, id: "a") { "a" }
+        builder.contribute(StepsKey.self, id: "b", before: ["a"]) { "b" }
+        var test = builder
+        test.overrideContribution(StepsKey.self, id: "a") { "fake a" }
+        let graph = try await test.build()
+        #expect(graph[StepsKey.self] == ["b", "fake a"])
+        try await graph.shutdown()
+
+        var whole = builder
+        whole.override(StepsKey.self) { ["only"] }
+        let replaced = try await whole.build()
+        #expect(replaced[StepsKey.self] == ["only"])
+        try await replaced.shutdown()
+
+        let original = try await builder.build()
+        #expect(original[StepsKey.self] == ["b", "a"])
+        try await original.shutdown()
+    }
+
+    @Test("the list's lifetime follows its contributions'")
+    func lifetimes() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(CounterKey.self) { Counter() }
+        builder.contribute(StepsKey.self) { "fixed" }
+        builder.contribute(StepsKey.self, lifetime: .transient, dependsOn: CounterKey.self) { counter in
+            "made \(counter.made.increment())"
+        }
+        let graph = try await builder.build()
+        #expect(try await graph.resolve(StepsKey.self) == ["fixed", "made 1"])
+        #expect(try await graph.resolve(StepsKey.self) == ["fixed", "made 2"])
+        try await graph.shutdown()
+
+        // A singleton holding a list with a transient element is captive.
+        var captive = builder
+        captive.provide(PipelineKey.self, dependsOn: StepsKey.self) { $0 }
+        let error = try #require(throws: ServiceGraphError.self) { try captive.validate() }
+        #expect(error.codes == [.captiveDependency])
+    }
+
+    @Test("a contribution's own problems are reported with its site, and a cycle through the list as a cycle")
+    func graphProblems() throws {
+        var builder = ServiceGraph.Builder()
+        builder.contribute(StepsKey.self, dependsOn: PrefixKey.self) { $0 }
+        let missing = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(missing.codes == [.missingProvider])
+
+        builder.provide(PrefixKey.self, dependsOn: StepsKey.self) { $0.joined() }
+        let cycle = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(cycle.codes == [.cycle])
+        #expect(cycle.problems[0].path.contains("StepsKey[0]"))
+    }
+
+    @Test("each contribution shows in dumps under its position")
+    func dumps() throws {
+        var builder = ServiceGraph.Builder()
+        builder.contribute(StepsKey.self, id: "a") { "a" }
+        builder.contribute(StepsKey.self, id: "b", before: ["a"]) { "b" }
+        let text = builder.dump(.text)
+        #expect(text.contains("StepsKey[0]"))
+        #expect(text.contains("StepsKey[1]"))
+        #expect(builder.dump(.json).contains("StepsKey[1]"))
+        #expect(builder.dump(.dot).contains("StepsKey[0]"))
+        #expect(builder.dump(.mermaid).contains("StepsKey[0]"))
+    }
+}
