@@ -193,14 +193,44 @@ final class OperatorSession: LifecycleHooks {
 }
 
 /// Handles one sign-up request, using the request's context and the session it is made in.
+/// Looks at a request before its handler runs: passes it on (nil) or refuses it, with the reason.
+protocol Middleware: Sendable {
+    func refusal(of request: IncomingRequest) -> String?
+}
+
+/// Logs every request it sees.
+struct RequestLogMiddleware: Middleware {
+    let logger: any AppLogger
+
+    func refusal(of request: IncomingRequest) -> String? {
+        logger.log("request #\(request.id) for \(request.email)")
+        return nil
+    }
+}
+
+/// Refuses addresses of blocked domains.
+struct BlocklistMiddleware: Middleware {
+    let blockedDomains: Set<String>
+
+    func refusal(of request: IncomingRequest) -> String? {
+        let domain = request.email.split(separator: "@").last.map(String.init) ?? ""
+        return blockedDomains.contains(domain) ? "\(domain) is blocked" : nil
+    }
+}
+
 struct SignupHandler: Sendable {
     let context: RequestContext
     let signup: SignupService
     let request: IncomingRequest
     let session: OperatorSession
+    /// Run in order before the handler; the first refusal stops the request.
+    let middleware: [any Middleware]
 
     func handle() -> String {
         let email = request.email
+        if let refusal = middleware.lazy.compactMap({ $0.refusal(of: request) }).first {
+            return "request #\(context.requestID): refused \(email) (\(refusal))"
+        }
         do {
             let user = try signup.signUp(email: email)
             return "request #\(context.requestID) by \(session.operatorEmail): signed up \(user.email) at tick "

@@ -23,6 +23,8 @@ enum SignupHandlerKey: ServiceKey { typealias Value = SignupHandler }
 enum SignupReportKey: ServiceKey { typealias Value = SignupReport }
 enum AdminConsoleKey: ServiceKey { typealias Value = AdminConsole }
 enum WelcomeMailKey: ServiceKey { typealias Value = WelcomeMail }
+/// The request middleware: a list the features contribute to, in the order they state.
+enum MiddlewareKey: ContributionKey { typealias Element = any Middleware }
 
 /// The application's composition root: every provider, in one place.
 func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
@@ -70,15 +72,18 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
             RequestContext(requestID: $0.id, logger: $1, journal: $2)
         }
     }
+    addBlocklist(to: &builder)
+    addRequestLog(to: &builder)
     builder.provide(
         SignupHandlerKey.self,
         lifetime: .transient,
         dependsOn: RequestContextKey.self,
         SignupService.self,
         IncomingRequestKey.self,
-        OperatorSessionKey.self
-    ) { context, signup, request, session in
-        SignupHandler(context: context, signup: signup, request: request, session: session)
+        OperatorSessionKey.self,
+        MiddlewareKey.self
+    ) { context, signup, request, session, middleware in
+        SignupHandler(context: context, signup: signup, request: request, session: session, middleware: middleware)
     }
     // Only a lazy handle reaches the report: it is created on first use, not at startup.
     builder.provide(SignupReportKey.self, dependsOn: StoreKey.self, JournalKey.self) { store, journal in
@@ -87,4 +92,17 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     builder.provide(AdminConsoleKey.self, dependsOn: Lazy<SignupReportKey>.self) { AdminConsole(report: $0) }
     builder.declareEntryPoints(SignupHandlerKey.self, AdminConsoleKey.self)
     return builder
+}
+
+// Features contribute their middleware where they are set up; each says where it goes.
+
+func addBlocklist(to builder: inout ServiceGraph.Builder) {
+    builder.contribute(MiddlewareKey.self, id: "blocklist") { BlocklistMiddleware(blockedDomains: ["spam.example"]) }
+}
+
+func addRequestLog(to builder: inout ServiceGraph.Builder) {
+    // Every request is logged, refused ones too: the log comes before the blocklist.
+    builder.contribute(MiddlewareKey.self, id: "log", before: ["blocklist"], dependsOn: LoggerKey.self) {
+        RequestLogMiddleware(logger: $0)
+    }
 }

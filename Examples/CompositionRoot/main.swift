@@ -58,7 +58,8 @@ do {
         .session,
         seeding: ScopeSeed(OperatorKey.self, Operator(email: "ops@example.com"))
     )
-    for (id, email) in ["ada@example.com", "grace@example.com", "ada@example.com"].enumerated() {
+    let emails = ["ada@example.com", "grace@example.com", "ada@example.com", "bot@spam.example"]
+    for (id, email) in emails.enumerated() {
         // The request is known only now: its scope, opened in the session, is seeded with it.
         let incoming = IncomingRequest(id: id + 1, email: email)
         let request = try session.makeScope(.request, seeding: ScopeSeed(IncomingRequestKey.self, incoming))

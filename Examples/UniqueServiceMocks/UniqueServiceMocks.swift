@@ -6,8 +6,9 @@ import Synchronization
 // one after another, in the order they were registered.
 //
 // In ServiceGraph: the unique component is a singleton key; a test's setup copies the app's builder
-// and overrides it. The observers are a key whose value is the ordered list of its declared
-// dependencies: the order is the declaration, visible in one place and checked by the compiler.
+// and overrides it. The observers are an ordered contribution key: each feature contributes its own
+// observer, with its own dependencies, and states where it goes (`before`, `after`, `position`) instead
+// of depending on the order of the `add` calls; a contradiction is a validation error.
 
 protocol Analytics: Sendable {
     func track(_ event: String)
@@ -50,26 +51,35 @@ struct OrderService: Sendable {
 }
 
 enum AnalyticsKey: ServiceKey { typealias Value = any Analytics }
-enum ReceiptMailerKey: ServiceKey { typealias Value = ReceiptMailer }
-enum LoyaltyPointsKey: ServiceKey { typealias Value = LoyaltyPoints }
-enum AnalyticsObserverKey: ServiceKey { typealias Value = AnalyticsObserver }
-enum OrderObserversKey: ServiceKey { typealias Value = [any OrderObserver] }
+enum OrderObserversKey: ContributionKey { typealias Element = any OrderObserver }
 enum OrderServiceKey: ServiceKey { typealias Value = OrderService }
 
 func makeShop() -> ServiceGraph.Builder {
     var builder = ServiceGraph.Builder()
     builder.provide(AnalyticsKey.self) { ConsoleAnalytics() }
-    builder.provide(ReceiptMailerKey.self) { ReceiptMailer() }
-    builder.provide(LoyaltyPointsKey.self) { LoyaltyPoints() }
-    builder.provide(AnalyticsObserverKey.self, dependsOn: AnalyticsKey.self) { AnalyticsObserver(analytics: $0) }
-    // The observers, in the order they are notified.
-    builder.provide(
-        OrderObserversKey.self,
-        dependsOn: ReceiptMailerKey.self,
-        AnalyticsObserverKey.self,
-        LoyaltyPointsKey.self
-    ) { [$0, $1, $2] }
+    addLoyalty(to: &builder)
+    addAnalytics(to: &builder)
+    addReceipts(to: &builder)
     builder.provide(OrderServiceKey.self, dependsOn: OrderObserversKey.self) { OrderService(observers: $0) }
     builder.declareEntryPoints(OrderServiceKey.self)
     return builder
+}
+
+// Each feature registers its own observer, wherever it is set up; the order is stated, not implied by
+// which function runs first.
+
+func addReceipts(to builder: inout ServiceGraph.Builder) {
+    // The customer hears first.
+    builder.contribute(OrderObserversKey.self, id: "receipts", position: -1) { ReceiptMailer() }
+}
+
+func addAnalytics(to builder: inout ServiceGraph.Builder) {
+    builder.contribute(OrderObserversKey.self, id: "analytics", dependsOn: AnalyticsKey.self) {
+        AnalyticsObserver(analytics: $0)
+    }
+}
+
+func addLoyalty(to builder: inout ServiceGraph.Builder) {
+    // Points are added once the order is tracked.
+    builder.contribute(OrderObserversKey.self, id: "loyalty", after: ["analytics"]) { LoyaltyPoints() }
 }

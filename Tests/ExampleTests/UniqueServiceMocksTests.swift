@@ -35,4 +35,16 @@ struct UniqueServiceMocksTests {
         _ = graph[OrderServiceKey.self].place(2)
         #expect(analytics.tracked == ["order 1", "order 2"])
     }
+
+    @Test func aTestReplacesOneObserverInItsPlace() async throws {
+        var shop = self.shop
+        shop.overrideContribution(OrderObserversKey.self, id: "analytics") { LoyaltyPoints() }
+        let graph = try await shop.build()
+        #expect(
+            graph[OrderServiceKey.self].place(3) == [
+                "receipt mailed for #3", "points added for #3", "points added for #3",
+            ]
+        )
+        #expect(analytics.tracked.isEmpty)
+    }
 }

@@ -31,13 +31,47 @@ extension ContributionKey {
     public static var needsContribution: Bool { false }
 }
 
+/// A key whose value is a dictionary that several providers contribute to, each under its id.
+///
+/// The dictionary form of ``ContributionKey``, for lookups by name (plugins, health checks, handlers by
+/// command): each
+/// ``ServiceGraph/Builder/contribute(_:id:lifetime:dependsOn:fileID:line:factory:)-7ojdb``
+/// adds its element under its `id`, and whatever depends on the key receives them all. An id used twice
+/// is a validation error naming both sites.
+///
+/// ```swift
+/// enum HealthChecksKey: KeyedContributionKey { typealias Element = any HealthCheck }
+///
+/// builder.contribute(HealthChecksKey.self, id: "database", dependsOn: DatabaseKey.self) { DatabaseCheck($0) }
+/// builder.provide(StatusKey.self, dependsOn: HealthChecksKey.self) { Status(checks: $0) }  // ["database": ...]
+/// ```
+public protocol KeyedContributionKey: ServiceKey where Value == [String: Element] {
+    /// The type of one contribution.
+    associatedtype Element: Sendable
+
+    /// Whether validation requires at least one contribution; false by default (an empty dictionary).
+    static var needsContribution: Bool { get }
+}
+
+extension KeyedContributionKey {
+    public static var needsContribution: Bool { false }
+}
+
 /// The key of the contribution at one position of a collection: `Collection[position]`. Made when the
 /// graph is planned, once the order is known, so that each contribution is a service of its own, with
 /// its own slot, dependencies and lifetime.
-enum ContributedElement<Collection: ContributionKey, Position: _Ordinal>: ServiceKey {
-    typealias Value = Collection.Element
+enum ContributedElement<Collection: ServiceKey, Element: Sendable, Position: _Ordinal>: ServiceKey {
+    typealias Value = Element
 
     static var serviceName: String { "\(Collection.serviceName)[\(Position.value)]" }
+
+    /// The key of the contribution at `position` of the same collection.
+    static func element(at position: Int) -> any ServiceKey.Type {
+        func key<Other: _Ordinal>(_: Other.Type) -> any ServiceKey.Type {
+            ContributedElement<Collection, Element, Other>.self
+        }
+        return key(ordinal(position))
+    }
 }
 
 /// A non-negative integer as a type, so that a position can be part of a key's type: its bits, the
@@ -56,16 +90,6 @@ enum OrdinalBit0<Higher: _Ordinal>: _Ordinal {
 
 enum OrdinalBit1<Higher: _Ordinal>: _Ordinal {
     static var value: Int { Higher.value * 2 + 1 }
-}
-
-extension ContributionKey {
-    /// The key of the contribution at `position`.
-    static func element(at position: Int) -> any ServiceKey.Type {
-        func key<Position: _Ordinal>(_: Position.Type) -> any ServiceKey.Type {
-            ContributedElement<Self, Position>.self
-        }
-        return key(ordinal(position))
-    }
 }
 
 /// The type spelling `value`: its bits from the most significant in, so the least is outermost.

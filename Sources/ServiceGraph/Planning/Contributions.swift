@@ -28,7 +28,7 @@ enum Contributions {
         }
         for (members, overrides) in groups {
             let collection = (members.first ?? overrides[0]).collection
-            let name = collection.serviceName
+            let name = collection.name
             var list = members
             var positionOfID: [String: Int] = [:]
             for (index, member) in list.enumerated() {
@@ -57,7 +57,7 @@ enum Contributions {
     private static func append(
         _ list: [Contribution],
         in order: [Int],
-        of collection: any ContributionKey.Type,
+        of collection: ContributedCollection,
         to registrations: inout RegistrationList
     ) {
         var elementKeys = _DependencyKeys()
@@ -65,7 +65,7 @@ enum Contributions {
         var scopeKinds: Set<UInt16> = []
         for (position, index) in order.enumerated() {
             let contribution = list[index]
-            let key = collection.element(at: position)
+            let key = collection.element(position)
             let lifetime = contribution.lifetime ?? .singleton
             var registration = Registration(
                 key: key,
@@ -87,11 +87,11 @@ enum Contributions {
             lifetimes.contains(.transient) || scopeKinds.count > 1
             ? .transient : lifetimes.contains(.scoped) ? .scoped : .singleton
         var registration = Registration(
-            key: collection,
+            key: collection.key,
             lifetime: lifetime,
             dependencies: elementKeys,
             site: list[0].site,
-            factory: collection.collectionFactory(count: order.count),
+            factory: collection.factory(order.map { list[$0].id }),
             isOverride: false
         )
         if lifetime == .scoped { registration.scopeKind = scopeKinds.first ?? 0 }
@@ -107,16 +107,16 @@ enum Contributions {
         for slot in plan.providers.indices {
             for (position, target) in plan.edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
                 let key = plan.providers[slot].dependencies[position]
-                guard let collection = key as? any ContributionKey.Type, !collection.needsContribution,
-                    added.insert(ObjectIdentifier(collection)).inserted
+                guard let collection = ContributedCollection(key), !collection.needsContribution,
+                    added.insert(ObjectIdentifier(key)).inserted
                 else { continue }
                 registrations.append(
                     Registration(
-                        key: collection,
+                        key: key,
                         lifetime: .singleton,
                         dependencies: _DependencyKeys(),
                         site: plan.providers[slot].site,
-                        factory: collection.collectionFactory(count: 0),
+                        factory: collection.factory([]),
                         isOverride: false
                     )
                 )

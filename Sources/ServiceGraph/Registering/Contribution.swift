@@ -2,8 +2,8 @@
 /// of a collection (``ContributionKey``), without a key of its own until the graph is planned and the
 /// order of the collection is known (``Contributions``).
 struct Contribution: Sendable {
-    /// The collection key.
-    let collection: any ContributionKey.Type
+    /// The collection it contributes to.
+    let collection: ContributedCollection
     /// The name other contributions order themselves against; nil for an anonymous contribution.
     let id: String?
     /// Contributions with a lower position come first, where `before` and `after` leave a choice.
@@ -22,20 +22,69 @@ struct Contribution: Sendable {
     /// Whether this replaces the contribution of the same id (see `overrideContribution`).
     let isOverride: Bool
 
-    var collectionID: ObjectIdentifier { ObjectIdentifier(collection) }
+    var collectionID: ObjectIdentifier { ObjectIdentifier(collection.key) }
 }
 
-extension ContributionKey {
-    /// The factory of the collection: reads its `count` contributions, in order, into a list.
-    static func collectionFactory(count: Int) -> _AnyFactory {
-        _AnyFactory([Element].self) { resolver, address in
-            var elements: [Element] = []
+/// What planning needs of a collection key, a list (``ContributionKey``) or a dictionary
+/// (``KeyedContributionKey``), captured where its type is known.
+struct ContributedCollection: Sendable {
+    let key: any ServiceKey.Type
+    /// Whether validation requires at least one contribution.
+    let needsContribution: Bool
+    /// The key of the contribution at a position.
+    let element: @Sendable (Int) -> any ServiceKey.Type
+    /// The factory of the collection, from its contributions' ids in order.
+    let factory: @Sendable ([String?]) -> _AnyFactory
+
+    var name: String { key.serviceName }
+
+    init<Key: ContributionKey>(list key: Key.Type) {
+        self.key = key
+        needsContribution = Key.needsContribution
+        element = { ContributedElement<Key, Key.Element, OrdinalEnd>.element(at: $0) }
+        factory = { ids in Self.listFactory(Key.self, count: ids.count) }
+    }
+
+    init<Key: KeyedContributionKey>(keyed key: Key.Type) {
+        self.key = key
+        needsContribution = Key.needsContribution
+        element = { ContributedElement<Key, Key.Element, OrdinalEnd>.element(at: $0) }
+        factory = { ids in Self.dictionaryFactory(Key.self, ids: ids.map { $0 ?? "" }) }
+    }
+
+    /// The collection `key` names, when it is one.
+    init?(_ key: any ServiceKey.Type) {
+        if let list = key as? any ContributionKey.Type {
+            self.init(list: list)
+        } else if let keyed = key as? any KeyedContributionKey.Type {
+            self.init(keyed: keyed)
+        } else {
+            return nil
+        }
+    }
+
+    /// Reads the `count` contributions, in order, into a list.
+    private static func listFactory<Key: ContributionKey>(_: Key.Type, count: Int) -> _AnyFactory {
+        _AnyFactory([Key.Element].self) { resolver, address in
+            var elements: [Key.Element] = []
             elements.reserveCapacity(count)
             for _ in 0..<count {
                 // Only the value type matters to the read: every position's key has this one.
-                elements.append(try resolver.next(ContributedElement<Self, OrdinalEnd>.self))
+                elements.append(try resolver.next(ContributedElement<Key, Key.Element, OrdinalEnd>.self))
             }
-            _ = address.initializeMemory(as: [Element].self, to: elements)
+            _ = address.initializeMemory(as: [Key.Element].self, to: elements)
+        }
+    }
+
+    /// Reads the contributions, in order, into a dictionary by their ids.
+    private static func dictionaryFactory<Key: KeyedContributionKey>(_: Key.Type, ids: [String]) -> _AnyFactory {
+        _AnyFactory([String: Key.Element].self) { resolver, address in
+            var elements: [String: Key.Element] = [:]
+            elements.reserveCapacity(ids.count)
+            for id in ids {
+                elements[id] = try resolver.next(ContributedElement<Key, Key.Element, OrdinalEnd>.self)
+            }
+            _ = address.initializeMemory(as: [String: Key.Element].self, to: elements)
         }
     }
 }

@@ -10,7 +10,7 @@ extension ServiceGraph.Builder {
     /// - Parameters:
     ///   - key: The list this contributes to.
     ///   - id: The name other contributions use in `before` and `after`, and
-    ///     ``overrideContribution(_:id:lifetime:dependsOn:fileID:line:factory:)``
+    ///     ``overrideContribution(_:id:lifetime:dependsOn:fileID:line:factory:)-998up``
     ///     to replace this one; unique within the list. Nil for a contribution nothing refers to.
     ///   - lifetime: How long the element lives; ``Lifetime/singleton`` by default.
     ///   - position: Where the element goes where `before` and `after` leave a choice: lower first;
@@ -33,14 +33,8 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Element
     ) {
-        let erased = _AnyFactory(Key.Element.self) { resolver, address in
-            _ = address.initializeMemory(
-                as: Key.Element.self,
-                to: try factory(repeat try resolver.next((each Dependency).self))
-            )
-        }
         addContribution(
-            key,
+            ContributedCollection(list: key),
             id: id,
             lifetime: lifetime,
             position: position,
@@ -48,7 +42,7 @@ extension ServiceGraph.Builder {
             after: after,
             dependencies: _keyList(repeat each dependencies),
             site: SiteLiteral(fileID: fileID, line: line),
-            factory: erased,
+            factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: false
         )
     }
@@ -69,7 +63,7 @@ extension ServiceGraph.Builder {
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Element
     ) {
         addContribution(
-            key,
+            ContributedCollection(list: key),
             id: id,
             lifetime: lifetime,
             position: position,
@@ -103,14 +97,8 @@ extension ServiceGraph.Builder {
         line: UInt = #line,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Element
     ) {
-        let erased = _AnyFactory(Key.Element.self) { resolver, address in
-            _ = address.initializeMemory(
-                as: Key.Element.self,
-                to: try factory(repeat try resolver.next((each Dependency).self))
-            )
-        }
         addContribution(
-            key,
+            ContributedCollection(list: key),
             id: id,
             lifetime: lifetime,
             position: 0,
@@ -118,9 +106,23 @@ extension ServiceGraph.Builder {
             after: [],
             dependencies: _keyList(repeat each dependencies),
             site: SiteLiteral(fileID: fileID, line: line),
-            factory: erased,
+            factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: true
         )
+    }
+
+    /// The synchronous thunk of a contribution's factory (as `provide` makes one).
+    private static func synchronousFactory<Element: Sendable, each Dependency: ServiceKey>(
+        _ element: Element.Type,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Element
+    ) -> _AnyFactory {
+        _AnyFactory(Element.self) { resolver, address in
+            _ = address.initializeMemory(
+                as: Element.self,
+                to: try factory(repeat try resolver.next((each Dependency).self))
+            )
+        }
     }
 
     /// The asynchronous thunk of a contribution's factory (as `provide` makes one).
@@ -138,8 +140,8 @@ extension ServiceGraph.Builder {
         )
     }
 
-    private mutating func addContribution<Key: ContributionKey>(
-        _ key: Key.Type,
+    private mutating func addContribution(
+        _ collection: ContributedCollection,
         id: String?,
         lifetime: Lifetime?,
         position: Int,
@@ -152,7 +154,7 @@ extension ServiceGraph.Builder {
     ) {
         contributions.append(
             Contribution(
-                collection: key,
+                collection: collection,
                 id: id,
                 position: position,
                 before: before,
@@ -164,6 +166,92 @@ extension ServiceGraph.Builder {
                 scopeKind: currentScopeKind,
                 isOverride: isOverride
             )
+        )
+    }
+}
+
+extension ServiceGraph.Builder {
+    /// Contributes an element under `id` to the dictionary `key` names, made by a synchronous factory
+    /// that receives exactly the values of `dependsOn` (see ``KeyedContributionKey``).
+    ///
+    /// - Parameters:
+    ///   - key: The dictionary this contributes to.
+    ///   - id: The element's key in the dictionary; unique within it.
+    ///   - lifetime: How long the element lives; ``Lifetime/singleton`` by default.
+    ///   - dependencies: The keys whose values the factory receives.
+    ///   - fileID: Where the contribution is registered, for errors and dumps.
+    ///   - line: The line of the registration.
+    ///   - factory: Makes the element from its dependencies' values.
+    public mutating func contribute<Key: KeyedContributionKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        id: String,
+        lifetime: Lifetime = .singleton,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Element
+    ) {
+        addContribution(
+            ContributedCollection(keyed: key),
+            id: id,
+            lifetime: lifetime,
+            position: 0,
+            before: [],
+            after: [],
+            dependencies: _keyList(repeat each dependencies),
+            site: SiteLiteral(fileID: fileID, line: line),
+            factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
+            isOverride: false
+        )
+    }
+
+    /// Contributes an element under `id` to the dictionary `key` names, made by an asynchronous,
+    /// throwing factory that receives exactly the values of `dependsOn` (see ``KeyedContributionKey``).
+    public mutating func contribute<Key: KeyedContributionKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        id: String,
+        lifetime: Lifetime = .singleton,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Element
+    ) {
+        addContribution(
+            ContributedCollection(keyed: key),
+            id: id,
+            lifetime: lifetime,
+            position: 0,
+            before: [],
+            after: [],
+            dependencies: _keyList(repeat each dependencies),
+            site: SiteLiteral(fileID: fileID, line: line),
+            factory: Self.asynchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
+            isOverride: false
+        )
+    }
+
+    /// Replaces the element `id` of the dictionary `key` (a test's double, say). The last override of an
+    /// id wins; an override of an id nobody contributes is a validation error.
+    public mutating func overrideContribution<Key: KeyedContributionKey, each Dependency: ServiceKey>(
+        _ key: Key.Type,
+        id: String,
+        lifetime: Lifetime? = nil,
+        dependsOn dependencies: repeat (each Dependency).Type,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Element
+    ) {
+        addContribution(
+            ContributedCollection(keyed: key),
+            id: id,
+            lifetime: lifetime,
+            position: 0,
+            before: [],
+            after: [],
+            dependencies: _keyList(repeat each dependencies),
+            site: SiteLiteral(fileID: fileID, line: line),
+            factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
+            isOverride: true
         )
     }
 }
