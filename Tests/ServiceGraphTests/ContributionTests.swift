@@ -143,17 +143,19 @@ struct ContributionTests {
         #expect(cycle.problems[0].path.contains("StepsKey[0]"))
     }
 
-    @Test("each contribution shows in dumps under its position")
+    @Test("each contribution shows in dumps under its position and id")
     func dumps() throws {
         var builder = ServiceGraph.Builder()
         builder.contribute(StepsKey.self, id: "a") { "a" }
         builder.contribute(StepsKey.self, id: "b", before: ["a"]) { "b" }
+        builder.contribute(StepsKey.self) { "anonymous" }
         let text = builder.dump(.text)
-        #expect(text.contains("StepsKey[0]"))
-        #expect(text.contains("StepsKey[1]"))
-        #expect(builder.dump(.json).contains("StepsKey[1]"))
-        #expect(builder.dump(.dot).contains("StepsKey[0]"))
-        #expect(builder.dump(.mermaid).contains("StepsKey[0]"))
+        #expect(text.contains("StepsKey[0: b]"))
+        #expect(text.contains("StepsKey[1: a]"))
+        #expect(text.contains("StepsKey[2]"))
+        #expect(builder.dump(.json).contains("StepsKey[1: a]"))
+        #expect(builder.dump(.dot).contains("StepsKey[0: b]"))
+        #expect(builder.dump(.mermaid).contains("StepsKey[0: b]"))
     }
 
     @Test("a keyed collection is a dictionary by id, with the same checks")

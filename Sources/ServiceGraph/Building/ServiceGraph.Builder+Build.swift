@@ -84,7 +84,12 @@ extension ServiceGraph.Builder {
 
     /// The plan of this builder's graph and what validation found in it, made once per revision.
     var checkedPlan: CheckedPlan {
-        validatedPlans.checkedPlan(for: revision, of: registrations, contributions: contributions)
+        validatedPlans.checkedPlan(
+            for: revision,
+            of: registrations,
+            contributions: contributions,
+            decorations: decorations
+        )
     }
 
     /// The plan of this builder's graph, or every problem it has.

@@ -93,7 +93,7 @@ enum OrdinalBit1<Higher: _Ordinal>: _Ordinal {
 }
 
 /// The type spelling `value`: its bits from the most significant in, so the least is outermost.
-private func ordinal(_ value: Int) -> any _Ordinal.Type {
+func ordinal(_ value: Int) -> any _Ordinal.Type {
     precondition(value >= 0, "a position is never negative")
     func wrap<Higher: _Ordinal>(_: Higher.Type, one: Bool) -> any _Ordinal.Type {
         one ? OrdinalBit1<Higher>.self : OrdinalBit0<Higher>.self

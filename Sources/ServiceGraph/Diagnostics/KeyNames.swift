@@ -12,6 +12,8 @@
 final class KeyNames: Sendable {
     private let keys: @Sendable () -> [any ServiceKey.Type]
     private let lookupFrom: Int
+    /// Names given by the graph itself, by key, used as given: a contribution's, with its id.
+    private let labels: [ObjectIdentifier: String]
     private let state = Locked<Table?>(nil)
 
     private struct Table {
@@ -22,9 +24,14 @@ final class KeyNames: Sendable {
 
     /// Names for `keys`, which must be distinct; the keys from position `lookupFrom` on can also be
     /// looked up by identity with ``name(of:)``.
-    init(lookupFrom: Int = .max, keys: @escaping @Sendable () -> [any ServiceKey.Type]) {
+    init(
+        lookupFrom: Int = .max,
+        labels: [ObjectIdentifier: String] = [:],
+        keys: @escaping @Sendable () -> [any ServiceKey.Type]
+    ) {
         self.keys = keys
         self.lookupFrom = lookupFrom
+        self.labels = labels
     }
 
     /// Every name, in the order of the keys.
@@ -48,7 +55,11 @@ final class KeyNames: Sendable {
         if lookupFrom < keys.count {
             for index in lookupFrom..<keys.count { positions[ObjectIdentifier(keys[index])] = index }
         }
-        let made = Table(names: Self.names(of: keys), positions: positions)
+        var names = Self.names(of: keys)
+        if !labels.isEmpty {
+            for index in names.indices { names[index] = labels[ObjectIdentifier(keys[index])] ?? names[index] }
+        }
+        let made = Table(names: names, positions: positions)
         return state.withLock { state in
             if let table = state { return table }
             state = made

@@ -5,9 +5,14 @@
 enum Contributions {
     typealias Problem = ServiceGraphError.Problem
 
-    /// Appends the providers of `contributions` to `registrations`; returns what is wrong with the
-    /// contributions themselves (ids, overrides, order), in registration order.
-    static func add(_ contributions: [Contribution], to registrations: inout RegistrationList) -> [Problem] {
+    /// Appends the providers of `contributions` to `registrations`, and to `labels` the names of those
+    /// with an id (`MiddlewareKey[1: auth]`); returns what is wrong with the contributions themselves
+    /// (ids, overrides, order), in registration order.
+    static func add(
+        _ contributions: [Contribution],
+        to registrations: inout RegistrationList,
+        labels: inout [ObjectIdentifier: String]
+    ) -> [Problem] {
         var problems: [Problem] = []
         var groupOf: [ObjectIdentifier: Int] = [:]
         var groups: [(members: [Contribution], overrides: [Contribution])] = []
@@ -26,9 +31,28 @@ enum Contributions {
                 groups[group].members.append(contribution)
             }
         }
+        // A list an `override` replaces keeps none of its contributions (their dependencies, order and
+        // ids no longer matter, as a replaced provider's do not): only an empty provider for the
+        // override to replace.
+        var replacedLists: Set<ObjectIdentifier> = []
+        for index in registrations.indices where registrations[index].isOverride {
+            let key = registrations[index].keyID
+            if groupOf[key] != nil { replacedLists.insert(key) }
+        }
         for (members, overrides) in groups {
             let collection = (members.first ?? overrides[0]).collection
             let name = collection.name
+            if replacedLists.contains(ObjectIdentifier(collection.key)) {
+                append(
+                    [],
+                    in: [],
+                    of: collection,
+                    site: (members.first ?? overrides[0]).site,
+                    to: &registrations,
+                    labels: &labels
+                )
+                continue
+            }
             var list = members
             var positionOfID: [String: Int] = [:]
             for (index, member) in list.enumerated() {
@@ -48,17 +72,20 @@ enum Contributions {
             }
             guard !list.isEmpty else { continue }
             let order = ordered(list, positionOfID: positionOfID, name: name, problems: &problems)
-            append(list, in: order, of: collection, to: &registrations)
+            append(list, in: order, of: collection, site: list[0].site, to: &registrations, labels: &labels)
         }
         return problems
     }
 
-    /// The providers of one list: its contributions in `order`, then the list itself.
+    /// The providers of one list: its contributions in `order`, then the list itself, registered at
+    /// `site`.
     private static func append(
         _ list: [Contribution],
         in order: [Int],
         of collection: ContributedCollection,
-        to registrations: inout RegistrationList
+        site: SiteLiteral,
+        to registrations: inout RegistrationList,
+        labels: inout [ObjectIdentifier: String]
     ) {
         var elementKeys = _DependencyKeys()
         var lifetimes: Set<Lifetime> = []
@@ -77,6 +104,7 @@ enum Contributions {
             )
             registration.scopeKind = contribution.scopeKind
             registrations.append(registration)
+            if let id = contribution.id { labels[ObjectIdentifier(key)] = "\(collection.name)[\(position): \(id)]" }
             elementKeys.append(key, kind: .direct)
             lifetimes.insert(lifetime)
             if lifetime == .scoped { scopeKinds.insert(contribution.scopeKind) }
@@ -90,7 +118,7 @@ enum Contributions {
             key: collection.key,
             lifetime: lifetime,
             dependencies: elementKeys,
-            site: list[0].site,
+            site: site,
             factory: collection.factory(order.map { list[$0].id }),
             isOverride: false
         )

@@ -71,6 +71,28 @@ struct Registration: Sendable {
         return registration
     }
 
+    /// This registration under another key (a decorated key's provider, which makes the value its first
+    /// decorator wraps), with every other field as it is.
+    func with(key: any ServiceKey.Type) -> Registration {
+        var registration = Registration(
+            key: key,
+            lifetime: lifetime,
+            dependencies: dependencies,
+            site: site,
+            factory: factory,
+            isOverride: isOverride
+        )
+        registration.inheritsLifetime = inheritsLifetime
+        registration.isInherited = isInherited
+        registration.isSeed = isSeed
+        registration.isWrapperKey = isWrapperKey
+        registration.isCreatedOnFirstUse = isCreatedOnFirstUse
+        registration.argumentFactoryForm = argumentFactoryForm
+        registration.isPairedForm = isPairedForm
+        registration.scopeKind = scopeKind
+        return registration
+    }
+
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }
     var name: String { key.serviceName }
 }

@@ -20,6 +20,10 @@ extension ServiceGraph {
         var contributions: [Contribution] = [] {
             didSet { advanceRevision() }
         }
+        /// Every `decorate` call, in order (see ``Decorations``).
+        var decorations: [Decoration] = [] {
+            didSet { advanceRevision() }
+        }
         /// Where `registrations` are in their history (see ``RegistrationsRevision``).
         private var lineage = RegistrationsLineage()
         /// Keys declared as used from outside the graph (see `declareEntryPoints`).

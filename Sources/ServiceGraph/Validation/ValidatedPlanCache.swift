@@ -16,26 +16,31 @@ final class ValidatedPlanCache: Sendable {
 
     init() {}
 
-    /// The plan of `registrations` and `contributions` and its findings, made and validated only when
-    /// the cache does not already hold those of `revision`.
+    /// The plan of `registrations`, `contributions` and `decorations`, and its findings, made and
+    /// validated only when the cache does not already hold those of `revision`.
     func checkedPlan(
         for revision: RegistrationsRevision,
         of registrations: RegistrationList,
-        contributions: [Contribution]
+        contributions: [Contribution],
+        decorations: [Decoration]
     ) -> CheckedPlan {
         if let checked = entry.withLock({ $0?.revision == revision ? $0?.checked : nil }) {
             return checked
         }
         var registrations = registrations
-        let contributionProblems =
-            contributions.isEmpty ? [] : Contributions.add(contributions, to: &registrations)
-        var plan = GraphPlan(registrations)
+        var keyLabels: [ObjectIdentifier: String] = [:]
+        var compositionProblems =
+            contributions.isEmpty ? [] : Contributions.add(contributions, to: &registrations, labels: &keyLabels)
+        if !decorations.isEmpty { compositionProblems += Decorations.apply(decorations, to: &registrations) }
+        var plan = GraphPlan(registrations, keyLabels: keyLabels)
         // A list nobody contributes to is empty: planned again with it, only where keys are missing.
-        if Contributions.addEmptyLists(missingFrom: plan, to: &registrations) { plan = GraphPlan(registrations) }
+        if Contributions.addEmptyLists(missingFrom: plan, to: &registrations) {
+            plan = GraphPlan(registrations, keyLabels: keyLabels)
+        }
         var findings = GraphValidator(plan).findings()
-        if !contributionProblems.isEmpty {
+        if !compositionProblems.isEmpty {
             findings = .init(
-                problems: contributionProblems + findings.problems,
+                problems: compositionProblems + findings.problems,
                 unusedProviders: findings.unusedProviders
             )
         }

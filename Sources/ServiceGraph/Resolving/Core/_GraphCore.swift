@@ -153,7 +153,7 @@ final class _GraphCore: @unchecked Sendable {
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
         self.keyIdentities = UnsafeBufferPointer(identities.elements)
-        self.keyNames = KeyNames { identities.keys }
+        self.keyNames = KeyNames(labels: plan.keyLabels) { identities.keys }
         self.files = files
         let traits = ResolutionTraits(plan)
         creationSlots.reserveCapacity(count)

@@ -1,0 +1,79 @@
+/// Turns a builder's decorators (``Decoration``) into providers: the providers of a decorated key
+/// provide its first stage instead (``DecoratedStage``, `Key (undecorated)`), each decorator provides
+/// the next stage from the one before, and the last provides the key itself. From there on they are
+/// ordinary providers: validated, built, resolved, dumped and released like any other.
+enum Decorations {
+    /// Rewrites `registrations` for `decorations`; returns the decorators of keys nothing provides.
+    static func apply(
+        _ decorations: [Decoration],
+        to registrations: inout RegistrationList
+    ) -> [ServiceGraphError.Problem] {
+        var groupOf: [ObjectIdentifier: Int] = [:]
+        var groups: [[Decoration]] = []
+        for decoration in decorations {
+            if let group = groupOf[decoration.keyID] {
+                groups[group].append(decoration)
+            } else {
+                groupOf[decoration.keyID] = groups.count
+                groups.append([decoration])
+            }
+        }
+        // The providers (and overrides) of every decorated key, found in one pass.
+        var providers = Array(repeating: [Int](), count: groups.count)
+        for index in registrations.indices {
+            if let group = groupOf[registrations[index].keyID] { providers[group].append(index) }
+        }
+        var problems: [ServiceGraphError.Problem] = []
+        for (group, decorators) in groups.enumerated() {
+            let key = decorators[0].key
+            guard !providers[group].isEmpty else {
+                problems.append(
+                    .init(
+                        .missingProvider,
+                        key: key.serviceName,
+                        site: decorators[0].site.site,
+                        message: "\(key.serviceName) is decorated, but nothing provides it"
+                    )
+                )
+                continue
+            }
+            // The lifetime and kind of scope the key's value has once overrides are applied: every stage
+            // has them.
+            // The provider the plan keeps (a child's own before one it inherited, the first of duplicates),
+            // then the overrides that say otherwise.
+            let indices = providers[group]
+            let kept =
+                indices.first { !registrations[$0].isOverride && !registrations[$0].isInherited }
+                ?? indices.first { !registrations[$0].isOverride } ?? indices[0]
+            var lifetime = registrations[kept].lifetime
+            var scopeKind = registrations[kept].scopeKind
+            for index in indices where registrations[index].isOverride {
+                if !registrations[index].inheritsLifetime { lifetime = registrations[index].lifetime }
+                if registrations[index].scopeKind != 0 { scopeKind = registrations[index].scopeKind }
+            }
+            let undecorated = decorators[0].stage(0)
+            for index in providers[group] { registrations[index] = registrations[index].with(key: undecorated) }
+            for (position, decorator) in decorators.enumerated() {
+                var dependencies = _DependencyKeys()
+                dependencies.append(decorator.stage(position), kind: .direct)
+                for position in decorator.dependencies.indices {
+                    dependencies.append(
+                        decorator.dependencies[position],
+                        kind: decorator.dependencies.kind(at: position)
+                    )
+                }
+                var registration = Registration(
+                    key: position == decorators.count - 1 ? key : decorator.stage(position + 1),
+                    lifetime: lifetime,
+                    dependencies: dependencies,
+                    site: decorator.site,
+                    factory: decorator.factory,
+                    isOverride: false
+                )
+                registration.scopeKind = scopeKind
+                registrations.append(registration)
+            }
+        }
+        return problems
+    }
+}
