@@ -30,6 +30,15 @@ final class ConsoleLogger: AppLogger, LifecycleHooks {
     func willRemove() async throws { journal.record("willRemove ConsoleLogger") }
 }
 
+/// Tags every line with the service that logged it, the app's name: a decorator of the logger, so
+/// neither the console logger nor the services that log know about it.
+struct TaggedLogger: AppLogger {
+    let tag: String
+    let wrapped: any AppLogger
+
+    func log(_ message: String) { wrapped.log("\(tag): \(message)") }
+}
+
 protocol AppClock: Sendable {
     func now() -> Int
 }

@@ -34,6 +34,10 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     builder.provide(LoggerKey.self, dependsOn: ConfigKey.self, JournalKey.self) { config, journal in
         ConsoleLogger(level: config.logLevel, journal: journal)
     }
+    // Every service that logs gets the tagged logger; the console logger's hooks still run, once.
+    builder.decorate(LoggerKey.self, dependsOn: ConfigKey.self) { logger, config in
+        TaggedLogger(tag: config.appName, wrapped: logger)
+    }
     builder.provide(ClockKey.self) { TickingClock() }
     builder.provide(StoreKey.self, dependsOn: ConfigKey.self, JournalKey.self) { config, journal in
         try await InMemoryStore.open(name: config.storeName, journal: journal)

@@ -187,7 +187,7 @@ struct ContributionTests {
         try await emptyGraph.shutdown()
     }
 
-    @Test("a child graph reads its parent's list, and its own contributions make its own list")
+    @Test("a child graph reads its parent's list, and its own contributions are merged into it, in the child only")
     func childGraphs() async throws {
         var builder = ServiceGraph.Builder()
         builder.contribute(StepsKey.self, id: "a") { "a" }
@@ -200,11 +200,26 @@ struct ContributionTests {
         #expect(readingChild[PipelineKey.self] == ["a", "b"])
 
         var own = parent.makeChildBuilder()
-        own.contribute(StepsKey.self, id: "child") { "child" }
+        own.contribute(StepsKey.self, id: "child", before: ["b"]) { "child" }
+        own.contribute(StepsKey.self, id: "last") { "last" }
+        own.overrideContribution(StepsKey.self, id: "a") { "child's a" }
         own.provide(PipelineKey.self, dependsOn: StepsKey.self) { $0 }
         let ownChild = try await own.build()
-        #expect(ownChild[PipelineKey.self] == ["child"])
+        #expect(ownChild[PipelineKey.self] == ["child's a", "child", "b", "last"])
         #expect(parent[StepsKey.self] == ["a", "b"])
+        // The parent's element is the parent's instance, shared, named with its id in the child too.
+        #expect(ownChild.dump(.text).contains("StepsKey[2: b]"))
+
+        // A grandchild merges into the child's merged list.
+        var grandchild = ownChild.makeChildBuilder()
+        grandchild.contribute(StepsKey.self, id: "first", position: -1) { "first" }
+        let grandchildGraph = try await grandchild.build()
+        #expect(grandchildGraph[StepsKey.self] == ["first", "child's a", "child", "b", "last"])
+
+        var broken = parent.makeChildBuilder()
+        broken.contribute(StepsKey.self, id: "a") { "again" }
+        let error = try #require(throws: ServiceGraphError.self) { try broken.validate() }
+        #expect(error.codes == [.duplicateProvider])
 
         try await parent.shutdown()
     }

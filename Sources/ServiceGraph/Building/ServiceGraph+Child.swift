@@ -30,6 +30,7 @@ extension ServiceGraph {
         )
         registrations.scopeKinds = core.scopeKinds
         builder.registrations = registrations
+        builder.inheritedContributions = core.placedContributions
         return builder
     }
 }

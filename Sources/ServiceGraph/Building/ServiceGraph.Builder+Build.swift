@@ -88,6 +88,7 @@ extension ServiceGraph.Builder {
             for: revision,
             of: registrations,
             contributions: contributions,
+            inheritedContributions: inheritedContributions,
             decorations: decorations
         )
     }

@@ -5,31 +5,61 @@
 enum Contributions {
     typealias Problem = ServiceGraphError.Problem
 
-    /// Appends the providers of `contributions` to `registrations`, and to `labels` the names of those
-    /// with an id (`MiddlewareKey[1: auth]`); returns what is wrong with the contributions themselves
-    /// (ids, overrides, order), in registration order.
+    /// Appends the providers of `contributions` to `registrations`, merged with the contributions a
+    /// child graph's parent placed (`inherited`, in the parent's order); notes in `notes` the names of
+    /// contributions with an id (`MiddlewareKey[1: auth]`) and every contribution placed, for this
+    /// graph's children. Returns what is wrong with the contributions themselves (ids, overrides,
+    /// order), in registration order.
     static func add(
         _ contributions: [Contribution],
+        inherited: [PlacedContribution],
         to registrations: inout RegistrationList,
-        labels: inout [ObjectIdentifier: String]
+        notes: inout CompositionNotes
     ) -> [Problem] {
         var problems: [Problem] = []
         var groupOf: [ObjectIdentifier: Int] = [:]
-        var groups: [(members: [Contribution], overrides: [Contribution])] = []
+        var groups: [(members: [Contribution], overrides: [Contribution], inherited: [PlacedContribution])] = []
+        func group(of collection: ObjectIdentifier) -> Int {
+            if let known = groupOf[collection] { return known }
+            groupOf[collection] = groups.count
+            groups.append(([], [], []))
+            return groups.count - 1
+        }
+        for placed in inherited { groups[group(of: placed.collectionID)].inherited.append(placed) }
         for contribution in contributions {
-            let group: Int
-            if let known = groupOf[contribution.collectionID] {
-                group = known
-            } else {
-                group = groups.count
-                groupOf[contribution.collectionID] = group
-                groups.append(([], []))
-            }
+            let index = group(of: contribution.collectionID)
             if contribution.isOverride {
-                groups[group].overrides.append(contribution)
+                groups[index].overrides.append(contribution)
             } else {
-                groups[group].members.append(contribution)
+                groups[index].members.append(contribution)
             }
+        }
+        // A parent's list the child does not contribute to stays the parent's (inherited as it is);
+        // one it contributes to is made again in the child, the parent's elements first, as the child
+        // inherited them (their instances shared).
+        var inheritedRegistration: [ObjectIdentifier: Registration] = [:]
+        let remade = Set(
+            groups.lazy.filter { !$0.inherited.isEmpty && !($0.members + $0.overrides).isEmpty }.flatMap(\.inherited)
+                .map(\.elementID)
+        )
+        if !remade.isEmpty {
+            for index in registrations.indices
+            where registrations[index].isInherited && remade.contains(registrations[index].keyID) {
+                inheritedRegistration[registrations[index].keyID] = registrations[index]
+            }
+        }
+        for index in groups.indices where !groups[index].inherited.isEmpty {
+            guard !(groups[index].members + groups[index].overrides).isEmpty else {
+                notes.placed += groups[index].inherited
+                for placed in groups[index].inherited { notes.labels[placed.elementID] = placed.label }
+                continue
+            }
+            groups[index].members.insert(
+                contentsOf: groups[index].inherited.compactMap { placed in
+                    inheritedRegistration[placed.elementID].map { Contribution(placed, providedBy: $0) }
+                },
+                at: 0
+            )
         }
         // A list an `override` replaces keeps none of its contributions (their dependencies, order and
         // ids no longer matter, as a replaced provider's do not): only an empty provider for the
@@ -39,7 +69,7 @@ enum Contributions {
             let key = registrations[index].keyID
             if groupOf[key] != nil { replacedLists.insert(key) }
         }
-        for (members, overrides) in groups {
+        for (members, overrides, _) in groups where !(members + overrides).isEmpty {
             let collection = (members.first ?? overrides[0]).collection
             let name = collection.name
             if replacedLists.contains(ObjectIdentifier(collection.key)) {
@@ -49,7 +79,7 @@ enum Contributions {
                     of: collection,
                     site: (members.first ?? overrides[0]).site,
                     to: &registrations,
-                    labels: &labels
+                    notes: &notes
                 )
                 continue
             }
@@ -72,7 +102,7 @@ enum Contributions {
             }
             guard !list.isEmpty else { continue }
             let order = ordered(list, positionOfID: positionOfID, name: name, problems: &problems)
-            append(list, in: order, of: collection, site: list[0].site, to: &registrations, labels: &labels)
+            append(list, in: order, of: collection, site: list[0].site, to: &registrations, notes: &notes)
         }
         return problems
     }
@@ -85,7 +115,7 @@ enum Contributions {
         of collection: ContributedCollection,
         site: SiteLiteral,
         to registrations: inout RegistrationList,
-        labels: inout [ObjectIdentifier: String]
+        notes: inout CompositionNotes
     ) {
         var elementKeys = _DependencyKeys()
         var lifetimes: Set<Lifetime> = []
@@ -94,17 +124,27 @@ enum Contributions {
             let contribution = list[index]
             let key = collection.element(position)
             let lifetime = contribution.lifetime ?? .singleton
-            var registration = Registration(
-                key: key,
-                lifetime: lifetime,
-                dependencies: contribution.dependencies,
-                site: contribution.site,
-                factory: contribution.factory,
-                isOverride: false
-            )
-            registration.scopeKind = contribution.scopeKind
+            var registration: Registration
+            if let inherited = contribution.inheritedRegistration {
+                // A parent's element, at its place in the child's list: the parent's instance (or
+                // factory), under the key of that place.
+                registration = inherited.with(key: key)
+                registration.isInherited = false
+            } else {
+                registration = Registration(
+                    key: key,
+                    lifetime: lifetime,
+                    dependencies: contribution.dependencies,
+                    site: contribution.site,
+                    factory: contribution.factory,
+                    isOverride: false
+                )
+                registration.scopeKind = contribution.scopeKind
+            }
             registrations.append(registration)
-            if let id = contribution.id { labels[ObjectIdentifier(key)] = "\(collection.name)[\(position): \(id)]" }
+            let label = contribution.id.map { "\(collection.name)[\(position): \($0)]" }
+            if let label { notes.labels[ObjectIdentifier(key)] = label }
+            notes.placed.append(PlacedContribution(contribution, at: key, label: label))
             elementKeys.append(key, kind: .direct)
             lifetimes.insert(lifetime)
             if lifetime == .scoped { scopeKinds.insert(contribution.scopeKind) }
@@ -305,7 +345,8 @@ extension Contribution {
             site: override.site,
             factory: override.factory,
             scopeKind: override.scopeKind == 0 ? scopeKind : override.scopeKind,
-            isOverride: true
+            isOverride: true,
+            inheritedRegistration: nil
         )
     }
 }
@@ -347,5 +388,65 @@ struct MinimumHeap {
             parent = least
         }
         return first
+    }
+}
+
+/// What planning the contributions noted for the rest of the graph: names and placed contributions.
+struct CompositionNotes: Sendable {
+    /// Names the graph gives keys itself, used as given in errors and dumps (`MiddlewareKey[1: auth]`).
+    var labels: [ObjectIdentifier: String] = [:]
+    /// Every contribution placed in a list, in order per list: what a child graph merges its own into.
+    var placed: [PlacedContribution] = []
+}
+
+/// A contribution as a graph placed it, kept for the graph's child graphs: they merge their own
+/// contributions to the same list with these, ordered by the same rules.
+struct PlacedContribution: Sendable {
+    let collection: ContributedCollection
+    let id: String?
+    let position: Int
+    let before: [String]
+    let after: [String]
+    let site: SiteLiteral
+    let lifetime: Lifetime
+    /// Its key in the graph that placed it (`Collection[n]`), the key the child inherits it under.
+    let element: any ServiceKey.Type
+    /// Its name in errors and dumps, when it has an id.
+    let label: String?
+
+    var collectionID: ObjectIdentifier { ObjectIdentifier(collection.key) }
+    var elementID: ObjectIdentifier { ObjectIdentifier(element) }
+
+    init(_ contribution: Contribution, at element: any ServiceKey.Type, label: String?) {
+        collection = contribution.collection
+        id = contribution.id
+        position = contribution.position
+        before = contribution.before
+        after = contribution.after
+        site = contribution.site
+        lifetime = contribution.lifetime ?? .singleton
+        self.element = element
+        self.label = label
+    }
+}
+
+extension Contribution {
+    /// A parent's placed contribution, as a child graph merges it: provided by the registration the child
+    /// inherited for it.
+    init(_ placed: PlacedContribution, providedBy registration: Registration) {
+        self.init(
+            collection: placed.collection,
+            id: placed.id,
+            position: placed.position,
+            before: placed.before,
+            after: placed.after,
+            lifetime: registration.lifetime,
+            dependencies: registration.dependencies,
+            site: registration.site,
+            factory: registration.factory,
+            scopeKind: registration.scopeKind,
+            isOverride: false,
+            inheritedRegistration: registration
+        )
     }
 }

@@ -33,6 +33,21 @@ enum Decorations {
                         key: key.serviceName,
                         site: decorators[0].site.site,
                         message: "\(key.serviceName) is decorated, but nothing provides it"
+                            + argumentFactoryHint(for: key, in: registrations)
+                    )
+                )
+                continue
+            }
+            // A seed's value is given to each scope under its own key: there is no value of a provider
+            // to wrap, and the key must stay the seed's.
+            if let seed = providers[group].first(where: { registrations[$0].isSeed }) {
+                problems.append(
+                    .init(
+                        .invalidKey,
+                        key: key.serviceName,
+                        site: decorators[0].site.site,
+                        message:
+                            "\(key.serviceName) is a seed (at \(registrations[seed].site.site)), given to each scope as it is: it cannot be decorated; decorate a service made from it instead"
                     )
                 )
                 continue
@@ -75,5 +90,19 @@ enum Decorations {
             }
         }
         return problems
+    }
+
+    /// " (it has arguments: ...)" when a factory with arguments makes `key`'s values, whose key is the
+    /// one to decorate; nothing otherwise.
+    private static func argumentFactoryHint(for key: any ServiceKey.Type, in registrations: RegistrationList) -> String
+    {
+        guard registrations.mayHaveArgumentFactories else { return "" }
+        for index in registrations.indices where registrations[index].argumentFactoryForm != .none {
+            guard let factory = registrations[index].key as? any ArgumentFactoryKey.Type,
+                ObjectIdentifier(factory.product) == ObjectIdentifier(key)
+            else { continue }
+            return " (a factory with arguments makes its values: decorate \(factory.spelledName) instead)"
+        }
+        return ""
     }
 }

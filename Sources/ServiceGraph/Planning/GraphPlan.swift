@@ -61,12 +61,12 @@ struct GraphPlan: Sendable {
         scopeKinds[Int(slotScopeKinds?[slot] ?? 0)]
     }
 
-    /// Names the graph gives some keys itself, used as given in errors and dumps: a contribution's
-    /// (`MiddlewareKey[1: auth]`).
-    let keyLabels: [ObjectIdentifier: String]
+    /// What planning the contributions noted: the names the graph gives some keys itself, used as given
+    /// in errors and dumps (`MiddlewareKey[1: auth]`), and the contributions placed, for child graphs.
+    let composition: CompositionNotes
 
-    init(_ registrations: RegistrationList, keyLabels: [ObjectIdentifier: String] = [:]) {
-        self.keyLabels = keyLabels
+    init(_ registrations: RegistrationList, composition: CompositionNotes = CompositionNotes()) {
+        self.composition = composition
         var table = KeyTable(capacity: registrations.count)
         var duplicates: [(first: Registration, again: Registration)] = []
         var unknownOverrides: [Registration] = []
@@ -220,7 +220,7 @@ struct GraphPlan: Sendable {
             : nil
         self.pairedForms = Self.pairedForms(of: providers, table: table)
         self.unpairedForms = withdrawn.unpaired + Self.unpairedForms(of: providers, table: table)
-        self.keyNames = KeyNames(lookupFrom: providers.count, labels: keyLabels) { [providers, edges, table] in
+        self.keyNames = KeyNames(lookupFrom: providers.count, labels: composition.labels) { [providers, edges, table] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
         }
     }

@@ -21,6 +21,9 @@ struct Contribution: Sendable {
     let scopeKind: UInt16
     /// Whether this replaces the contribution of the same id (see `overrideContribution`).
     let isOverride: Bool
+    /// For a parent's contribution a child graph merges into its own list: the registration the child
+    /// inherited for it, placed as it is (its instance is the parent's).
+    var inheritedRegistration: Registration? = nil
 
     var collectionID: ObjectIdentifier { ObjectIdentifier(collection.key) }
 }

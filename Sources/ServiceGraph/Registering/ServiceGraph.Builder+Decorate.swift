@@ -13,6 +13,12 @@ extension ServiceGraph.Builder {
     /// An `override` of `key` (a test's double) replaces the value the provider makes and keeps the
     /// decorators; ``removeDecorators(of:)`` takes them away.
     ///
+    /// Decorators belong to the builder they are registered with. A child graph
+    /// (``ServiceGraph/makeChildBuilder()``) inherits the decorated value as its parent made it; a child
+    /// that provides or overrides the key itself replaces that value, and decorates its own with
+    /// decorators of its own. A seed cannot be decorated (its value is given to each scope as it is),
+    /// and a factory with arguments is decorated through its key (`ArgumentFactory<Key, A>`).
+    ///
     /// ```swift
     /// builder.decorate(RepositoryKey.self, dependsOn: LoggerKey.self) { repository, logger in
     ///     LoggingRepository(wrapping: repository, logger: logger)

@@ -20,6 +20,11 @@ extension ServiceGraph {
         var contributions: [Contribution] = [] {
             didSet { advanceRevision() }
         }
+        /// For a child graph's builder: the contributions its parent placed, which the child's own
+        /// contributions to the same lists are merged with.
+        var inheritedContributions: [PlacedContribution] = [] {
+            didSet { advanceRevision() }
+        }
         /// Every `decorate` call, in order (see ``Decorations``).
         var decorations: [Decoration] = [] {
             didSet { advanceRevision() }

@@ -22,20 +22,28 @@ final class ValidatedPlanCache: Sendable {
         for revision: RegistrationsRevision,
         of registrations: RegistrationList,
         contributions: [Contribution],
+        inheritedContributions: [PlacedContribution],
         decorations: [Decoration]
     ) -> CheckedPlan {
         if let checked = entry.withLock({ $0?.revision == revision ? $0?.checked : nil }) {
             return checked
         }
         var registrations = registrations
-        var keyLabels: [ObjectIdentifier: String] = [:]
+        var notes = CompositionNotes()
         var compositionProblems =
-            contributions.isEmpty ? [] : Contributions.add(contributions, to: &registrations, labels: &keyLabels)
+            contributions.isEmpty && inheritedContributions.isEmpty
+            ? []
+            : Contributions.add(
+                contributions,
+                inherited: inheritedContributions,
+                to: &registrations,
+                notes: &notes
+            )
         if !decorations.isEmpty { compositionProblems += Decorations.apply(decorations, to: &registrations) }
-        var plan = GraphPlan(registrations, keyLabels: keyLabels)
+        var plan = GraphPlan(registrations, composition: notes)
         // A list nobody contributes to is empty: planned again with it, only where keys are missing.
         if Contributions.addEmptyLists(missingFrom: plan, to: &registrations) {
-            plan = GraphPlan(registrations, keyLabels: keyLabels)
+            plan = GraphPlan(registrations, composition: notes)
         }
         var findings = GraphValidator(plan).findings()
         if !compositionProblems.isEmpty {

@@ -39,6 +39,8 @@ final class _GraphCore: @unchecked Sendable {
     let declaredDependencies: [Int: _DependencyKeys]
     /// The kinds of scope the graph names, the default first (see ``ScopeKind``).
     let scopeKinds: [ScopeKind]
+    /// The contributions placed in the graph's lists, for child graphs that contribute to them too.
+    let placedContributions: [PlacedContribution]
     /// Per slot, the index in ``scopeKinds`` of a scoped service's or seed's kind (0 otherwise); nil
     /// when the graph names no kind but the default.
     let slotScopeKinds: [UInt16]?
@@ -153,7 +155,8 @@ final class _GraphCore: @unchecked Sendable {
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
         self.keyIdentities = UnsafeBufferPointer(identities.elements)
-        self.keyNames = KeyNames(labels: plan.keyLabels) { identities.keys }
+        self.keyNames = KeyNames(labels: plan.composition.labels) { identities.keys }
+        self.placedContributions = plan.composition.placed
         self.files = files
         let traits = ResolutionTraits(plan)
         creationSlots.reserveCapacity(count)
