@@ -7,7 +7,9 @@ import ServiceGraph
 // In ServiceGraph: a child graph is built from its parent (`makeChildBuilder()`). It is searched
 // first: what it provides replaces the parent's for everything built in the child, while the parent
 // is untouched. A child of a child searches itself, then its parent, then the root. No global root
-// to swap: each graph is a value.
+// to swap: each graph is a value. Containers that each hold one part of the registrations become
+// modules (`GraphModule`) included into one graph: each key comes from one module (two would be a
+// duplicate naming both), and dumps group the services by module.
 
 struct Theme: Sendable, Equatable {
     let name: String
@@ -45,16 +47,35 @@ enum DatabaseKey: ServiceKey { typealias Value = String }
 enum WelcomeBannerKey: ServiceKey { typealias Value = WelcomeBanner }
 enum TenantBillingKey: ServiceKey { typealias Value = TenantBilling }
 
+/// The look of the app: theme, language and the banner made from them.
+struct AppearanceModule: GraphModule {
+    func register(in builder: inout ServiceGraph.Builder) {
+        builder.provide(ThemeKey.self) { Theme(name: "light") }
+        builder.provide(LocalizerKey.self) { Localizer(language: "en") }
+        builder.provide(WelcomeBannerKey.self, lifetime: .transient, dependsOn: ThemeKey.self, LocalizerKey.self) {
+            WelcomeBanner(theme: $0, localizer: $1)
+        }
+    }
+}
+
+/// Where data lives.
+struct StorageModule: GraphModule {
+    func register(in builder: inout ServiceGraph.Builder) {
+        builder.provide(DatabaseKey.self) { "postgres://main" }
+    }
+}
+
+/// The main graph, assembled from its modules.
+func makeMainBuilder() -> ServiceGraph.Builder {
+    var builder = ServiceGraph.Builder()
+    builder.include(AppearanceModule())
+    builder.include(StorageModule())
+    return builder
+}
+
 /// The main graph.
 func makeMainGraph() async throws -> ServiceGraph {
-    var builder = ServiceGraph.Builder()
-    builder.provide(ThemeKey.self) { Theme(name: "light") }
-    builder.provide(LocalizerKey.self) { Localizer(language: "en") }
-    builder.provide(DatabaseKey.self) { "postgres://main" }
-    builder.provide(WelcomeBannerKey.self, lifetime: .transient, dependsOn: ThemeKey.self, LocalizerKey.self) {
-        WelcomeBanner(theme: $0, localizer: $1)
-    }
-    return try await builder.build()
+    try await makeMainBuilder().build()
 }
 
 /// A tenant's graph: searched before the main graph, with its own theme and billing.

@@ -1,5 +1,6 @@
 import ServiceGraph
 
+print(makeMainBuilder().dump(.text))
 let main = try await makeMainGraph()
 let acme = try await makeTenantGraph(of: main, tenant: "acme")
 let acmeFrance = try await makeRegionGraph(of: acme, language: "fr")

@@ -30,4 +30,20 @@ struct ChildGraphsTests {
         #expect(globex[ThemeKey.self] == Theme(name: "globex brand"))
         #expect(main[ThemeKey.self] == Theme(name: "light"))
     }
+
+    @Test func theMainGraphsModulesEachProvideTheirOwnKeys() throws {
+        struct BrandingModule: GraphModule {
+            func register(in builder: inout ServiceGraph.Builder) {
+                builder.provide(ThemeKey.self) { Theme(name: "brand") }
+            }
+        }
+        var builder = makeMainBuilder()
+        builder.include(AppearanceModule())  // already included: nothing changes
+        try builder.validate()
+        builder.include(BrandingModule())
+        let error = try #require(throws: ServiceGraphError.self) { try builder.validate() }
+        #expect(error.codes == [.duplicateProvider])
+        #expect(error.problems[0].message.contains("module AppearanceModule"))
+        #expect(error.problems[0].message.contains("module ChildGraphsTests.BrandingModule"))
+    }
 }

@@ -105,6 +105,7 @@ extension ServiceGraphError {
             case wrongScopeKind = "wrong scope kind"
             case contradictoryOrder = "contradictory order"
             case unknownContribution = "unknown contribution"
+            case privateDependency = "private dependency"
         }
 
         private let base: Base
@@ -172,6 +173,8 @@ extension ServiceGraphError {
         /// A contribution's `before` or `after`, or an `overrideContribution`, names an id no contribution
         /// to that list has.
         public static let unknownContribution = Code(.unknownContribution)
+        /// A service outside a module (``GraphModule``) depends on a key the module keeps private.
+        public static let privateDependency = Code(.privateDependency)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

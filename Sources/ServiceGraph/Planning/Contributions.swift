@@ -140,6 +140,7 @@ enum Contributions {
                     isOverride: false
                 )
                 registration.scopeKind = contribution.scopeKind
+                registration.module = contribution.module
             }
             registrations.append(registration)
             let label = contribution.id.map { "\(collection.name)[\(position): \($0)]" }
@@ -163,6 +164,9 @@ enum Contributions {
             isOverride: false
         )
         if lifetime == .scoped { registration.scopeKind = scopeKinds.first ?? 0 }
+        // The list is its module's when every contribution comes from one module; shared otherwise.
+        let modules = Set(list.map(\.module))
+        if modules.count == 1 { registration.module = modules.first ?? 0 }
         registrations.append(registration)
     }
 
@@ -346,6 +350,7 @@ extension Contribution {
             factory: override.factory,
             scopeKind: override.scopeKind == 0 ? scopeKind : override.scopeKind,
             isOverride: true,
+            module: override.module,
             inheritedRegistration: nil
         )
     }

@@ -86,6 +86,7 @@ enum Decorations {
                     isOverride: false
                 )
                 registration.scopeKind = scopeKind
+                registration.module = decorator.module
                 registrations.append(registration)
             }
         }

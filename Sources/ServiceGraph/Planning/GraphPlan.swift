@@ -89,6 +89,7 @@ struct GraphPlan: Sendable {
             table = KeyTable(capacity: registrations.count)
             providers = RegistrationList()
             providers.scopeKinds = registrations.scopeKinds
+            providers.modules = registrations.modules
             for registration in registrations where !registration.isOverride && !withdrawn.takesAway(registration) {
                 if let existing = table.insert(registration.keyID) {
                     let first = providers[existing]

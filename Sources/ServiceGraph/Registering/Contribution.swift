@@ -21,6 +21,8 @@ struct Contribution: Sendable {
     let scopeKind: UInt16
     /// Whether this replaces the contribution of the same id (see `overrideContribution`).
     let isOverride: Bool
+    /// The module that registered it (see ``Registration/module``).
+    var module: UInt16 = 0
     /// For a parent's contribution a child graph merges into its own list: the registration the child
     /// inherited for it, placed as it is (its instance is the parent's).
     var inheritedRegistration: Registration? = nil

@@ -10,6 +10,8 @@ struct Decoration: Sendable {
     let site: SiteLiteral
     /// Reads the wrapped value, then the dependencies, and makes the wrapper.
     let factory: _AnyFactory
+    /// The module that registered it (see ``Registration/module``).
+    let module: UInt16
 
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }
 }

@@ -37,6 +37,9 @@ struct Registration: Sendable {
     /// For a scoped service or a seed: its kind of scope, an index into the registration list's
     /// ``RegistrationList/scopeKinds`` (0: ``ScopeKind/default``).
     var scopeKind: UInt16 = 0
+    /// The module that registered it, an index into the registration list's
+    /// ``RegistrationList/modules`` (0: none).
+    var module: UInt16 = 0
 
     init(
         key: any ServiceKey.Type,
@@ -68,6 +71,7 @@ struct Registration: Sendable {
         registration.argumentFactoryForm = argumentFactoryForm
         registration.isPairedForm = isPairedForm
         registration.scopeKind = scopeKind
+        registration.module = module
         return registration
     }
 
@@ -90,6 +94,7 @@ struct Registration: Sendable {
         registration.argumentFactoryForm = argumentFactoryForm
         registration.isPairedForm = isPairedForm
         registration.scopeKind = scopeKind
+        registration.module = module
         return registration
     }
 

@@ -33,6 +33,8 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
     private(set) var mayHaveInherited = false
     /// The kinds of scope the registrations name (``Registration/scopeKind``), the default first.
     var scopeKinds: [ScopeKind] = [.default]
+    /// The modules the registrations came from (``Registration/module``), none first.
+    var modules: [ModuleInfo] = [.none]
 
     init() {}
 
@@ -82,6 +84,7 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
         guard try contains(where: shouldBeRemoved) else { return }
         var kept = RegistrationList()
         kept.scopeKinds = scopeKinds
+        kept.modules = modules
         for registration in self where try !shouldBeRemoved(registration) { kept.append(registration) }
         self = kept
     }

@@ -164,7 +164,8 @@ extension ServiceGraph.Builder {
                 site: site,
                 factory: factory,
                 scopeKind: currentScopeKind,
-                isOverride: isOverride
+                isOverride: isOverride,
+                module: currentModule
             )
         )
     }

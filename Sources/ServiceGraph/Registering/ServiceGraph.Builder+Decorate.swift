@@ -86,7 +86,8 @@ extension ServiceGraph.Builder {
                 stage: { DecoratedStage<Key, OrdinalEnd>.stage($0) },
                 dependencies: dependencies,
                 site: SiteLiteral(fileID: fileID, line: line),
-                factory: factory
+                factory: factory,
+                module: currentModule
             )
         )
     }

@@ -33,6 +33,7 @@ extension ServiceGraph.Builder {
         )
         registration.isSeed = true
         registration.scopeKind = currentScopeKind
+        registration.module = currentModule
         registration.isWrapperKey = Key._dependencyKind != .direct
         registrations.append(consume registration)
     }

@@ -40,6 +40,9 @@ extension ServiceGraph {
         /// The kind of scope that scoped services and seeds registered now belong to (see
         /// ``inScope(_:_:)``): an index into the registrations' ``RegistrationList/scopeKinds``.
         var currentScopeKind: UInt16 = 0
+        /// The module whose `register` is running (see ``include(_:)``): an index into the
+        /// registrations' ``RegistrationList/modules``, 0 outside any.
+        var currentModule: UInt16 = 0
 
         /// How long a ``LifecycleHooks/didAdd()`` or ``LifecycleHooks/willRemove()`` may run before the
         /// graph abandons it with ``ServiceGraphError/Code/hookTimedOut`` and goes on (cleaning up after
@@ -286,6 +289,7 @@ extension ServiceGraph.Builder {
         registration.argumentFactoryForm = argumentFactoryForm
         registration.isPairedForm = isPairedForm
         registration.scopeKind = currentScopeKind
+        registration.module = currentModule
         registrations.append(consume registration)
     }
 }

@@ -25,7 +25,7 @@ struct GraphValidator {
     func findings() -> Findings {
         Findings(
             problems: registrationProblems() + wrapperKeys() + optionalWrappers() + missingProviders() + cycles()
-                + captiveDependencies() + scopeKindProblems(),
+                + captiveDependencies() + scopeKindProblems() + privateDependencies(),
             unusedProviders: unusedProviders()
         )
     }
@@ -53,7 +53,7 @@ struct GraphValidator {
                 .duplicateProvider,
                 key: again.name,
                 site: again.site.site,
-                message: message
+                message: message + modulesOf(first, again)
             )
         }
         let unknownOverrides = plan.unknownOverrides.map { override in
@@ -404,6 +404,50 @@ struct GraphValidator {
                             : "captive dependency: \(plan.name(slot)) (\(provider.lifetime)) depends on \(plan.name(dependency)) (\(captive.lifetime)), which would be kept alive longer than its lifetime allows"
                 )
             )
+        }
+        return problems
+    }
+}
+
+// MARK: - Modules
+
+extension GraphValidator {
+    /// " (from module A and module B)" for duplicates registered by modules; nothing otherwise.
+    fileprivate func modulesOf(_ first: Registration, _ again: Registration) -> String {
+        guard first.module != 0 || again.module != 0 else { return "" }
+        let modules = plan.providers.modules
+        let names = [first, again].map {
+            $0.module == 0 ? "outside any module" : "module \(modules[Int($0.module)].name)"
+        }
+        return " (\(names[0]), then \(names[1]))"
+    }
+
+    /// Edges from a service outside a module to a key the module keeps private, each with both sites.
+    fileprivate func privateDependencies() -> [ServiceGraphError.Problem] {
+        let modules = plan.providers.modules
+        guard modules.count > 1, modules.contains(where: { !$0.privateKeys.isEmpty }) else { return [] }
+        var problems: [ServiceGraphError.Problem] = []
+        for slot in plan.providers.indices {
+            let module = plan.providers[slot].module
+            for target in plan.edges.dependencies(of: slot) where target != GraphPlan.missing {
+                let owner = plan.providers[target].module
+                guard owner != 0, owner != module,
+                    modules[Int(owner)].privateKeys.contains(plan.providers[target].keyID)
+                else { continue }
+                let dependent = plan.name(slot)
+                let key = plan.name(target)
+                let from = module == 0 ? "outside any module" : "in module \(modules[Int(module)].name)"
+                problems.append(
+                    .init(
+                        .privateDependency,
+                        key: key,
+                        path: [dependent, key],
+                        site: plan.providers[slot].site.site,
+                        message:
+                            "\(dependent) (\(from)) depends on \(key), which is private to module \(modules[Int(owner)].name) (provided at \(plan.providers[target].site.site))"
+                    )
+                )
+            }
         }
         return problems
     }

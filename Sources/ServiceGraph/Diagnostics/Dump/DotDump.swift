@@ -51,6 +51,20 @@ struct DotDump {
             if service.isSeed { text.write(", shape=cds") }
             text.write("];\n")
         }
+        // Each module's services in a cluster of their own.
+        for (index, module) in graph.modules.enumerated() {
+            text.write("  subgraph cluster_module")
+            text.write(number: index)
+            text.write(" {\n    label=\"module ")
+            text.write(module.name, escaping: Self.escapes)
+            text.write("\";\n    style=\"rounded,dashed\";\n    color=\"#868e96\";\n   ")
+            for slot in module.slots {
+                text.write(" s")
+                text.write(number: slot)
+                text.write(";")
+            }
+            text.write("\n  }\n")
+        }
         for (position, name) in graph.missingKeys.enumerated() {
             text.write("  m")
             text.write(number: position)

@@ -30,6 +30,8 @@ struct GraphDescription: Sendable {
         /// For a scoped service or seed of a kind of scope other than the default, the kind
         /// (`session/request`).
         var scopeKind: String?
+        /// The module that registered the service (``GraphModule``), if any.
+        var module: String?
 
         /// The lifetime as the dumps print it: "scoped seed" for a seed, "singleton function" (or
         /// scoped, transient) for a factory with arguments, "lazy singleton" for a singleton created on
@@ -107,6 +109,7 @@ struct GraphDescription: Sendable {
             if let kind = plan.slotScopeKinds?[slot], kind != 0 {
                 service.scopeKind = plan.scopeKinds[Int(kind)].description
             }
+            if provider.module != 0 { service.module = plan.providers.modules[Int(provider.module)].name }
             return service
         }
         edgeKinds = plan.edgeKinds
@@ -160,6 +163,7 @@ struct GraphDescription: Sendable {
             service.arguments = (key as? any ArgumentFactoryKey.Type)?.argumentNames
             service.isCreatedOnFirstUse = core.isDeferred(slot)
             if core.scopeKindIndex(of: slot) != 0 { service.scopeKind = core.scopeKind(of: slot).description }
+            if let module = core.slotModules?[slot], module != 0 { service.module = core.moduleNames[Int(module)] }
             return service
         }
         edges = Edges(
@@ -181,6 +185,23 @@ struct GraphDescription: Sendable {
             services[slot].factoryDuration = factoryDurations[slot]
             services[slot].didAddDuration = log.didAddDuration(slot)
         }
+    }
+
+    /// The modules the services came from, in the order of their first service, each with its
+    /// services' slots: what the graph formats draw as groups.
+    var modules: [(name: String, slots: [Int])] {
+        var position: [String: Int] = [:]
+        var modules: [(name: String, slots: [Int])] = []
+        for (slot, service) in services.enumerated() {
+            guard let module = service.module else { continue }
+            if let index = position[module] {
+                modules[index].slots.append(slot)
+            } else {
+                position[module] = modules.count
+                modules.append((module, [slot]))
+            }
+        }
+        return modules
     }
 
     /// The dependencies of `slot`, in declaration order.

@@ -52,6 +52,8 @@ struct JSONDump {
         text.write(service.isSeed ? "true" : "false")
         text.write(",\n      \"scopeKind\": ")
         if let kind = service.scopeKind { string(kind, into: text) } else { text.write("null") }
+        text.write(",\n      \"module\": ")
+        if let module = service.module { string(module, into: text) } else { text.write("null") }
         text.write(",\n      \"createdOnFirstUse\": ")
         text.write(service.isCreatedOnFirstUse ? "true" : "false")
         text.write(",\n      \"arguments\": ")

@@ -37,6 +37,20 @@ struct MermaidDump {
             }
             text.write(service.isSeed ? "\"/]\n" : "\"]\n")
         }
+        // Each module's services in a subgraph of their own.
+        for (index, module) in graph.modules.enumerated() {
+            text.write("    subgraph module")
+            text.write(number: index)
+            text.write("[\"module ")
+            text.write(module.name, escaping: Self.escapes)
+            text.write("\"]\n")
+            for slot in module.slots {
+                text.write("        s")
+                text.write(number: slot)
+                text.write("\n")
+            }
+            text.write("    end\n")
+        }
         for (position, name) in graph.missingKeys.enumerated() {
             text.write("    m")
             text.write(number: position)

@@ -96,6 +96,10 @@ struct TextDump {
             text.write(number: index + 1)
         }
         if service.isOverride { text.write(", override") }
+        if let module = service.module {
+            text.write(", module ")
+            text.write(string: module)
+        }
         text.write("] @ ")
         text.write(string: service.site.fileID)
         text.write(":")
