@@ -2,11 +2,11 @@
 struct Registration: Sendable {
     // The one-byte fields last, where they fill the factory's tail: a registration is moved whenever
     // the builder's list grows.
-    let key: any ServiceKey.Type
+    private(set) var key: any ServiceKey.Type
     let dependencies: _DependencyKeys
     let site: SiteLiteral
     let factory: _AnyFactory
-    let lifetime: Lifetime
+    private(set) var lifetime: Lifetime
     /// Whether this registration replaces an earlier provider of the same key (see `override`).
     let isOverride: Bool
     /// For an override without a lifetime of its own: take the replaced provider's.
@@ -59,42 +59,16 @@ struct Registration: Sendable {
 
     /// This registration with another lifetime (an override taking the one it replaces).
     func with(lifetime: Lifetime) -> Registration {
-        var registration = Registration(
-            key: key,
-            lifetime: lifetime,
-            dependencies: dependencies,
-            site: site,
-            factory: factory,
-            isOverride: isOverride
-        )
-        registration.isWrapperKey = isWrapperKey
-        registration.argumentFactoryForm = argumentFactoryForm
-        registration.isPairedForm = isPairedForm
-        registration.scopeKind = scopeKind
-        registration.module = module
+        var registration = self
+        registration.lifetime = lifetime
         return registration
     }
 
     /// This registration under another key (a decorated key's provider, which makes the value its first
-    /// decorator wraps), with every other field as it is.
+    /// decorator wraps).
     func with(key: any ServiceKey.Type) -> Registration {
-        var registration = Registration(
-            key: key,
-            lifetime: lifetime,
-            dependencies: dependencies,
-            site: site,
-            factory: factory,
-            isOverride: isOverride
-        )
-        registration.inheritsLifetime = inheritsLifetime
-        registration.isInherited = isInherited
-        registration.isSeed = isSeed
-        registration.isWrapperKey = isWrapperKey
-        registration.isCreatedOnFirstUse = isCreatedOnFirstUse
-        registration.argumentFactoryForm = argumentFactoryForm
-        registration.isPairedForm = isPairedForm
-        registration.scopeKind = scopeKind
-        registration.module = module
+        var registration = self
+        registration.key = key
         return registration
     }
 
