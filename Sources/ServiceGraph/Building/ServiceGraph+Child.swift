@@ -29,6 +29,7 @@ extension ServiceGraph {
             (0..<core.count).lazy.map { Registration(inheritedFrom: self, at: $0) }
         )
         registrations.scopeKinds = core.scopeKinds
+        registrations.modules = core.modules
         builder.registrations = registrations
         builder.inheritedContributions = core.placedContributions
         return builder

@@ -15,7 +15,8 @@
 /// ```
 ///
 /// A module's private keys are for the module alone: validation reports a service outside the module
-/// that depends on one, with both sites. Including a module twice (the same type and name) includes
+/// that depends on one, or a decorator outside it that wraps one, with both sites (a test's `override`
+/// of one is allowed). A child graph keeps its parent's modules: its own services are outside them. Including a module twice (the same type and name) includes
 /// it once, so modules can include the modules they build on. Two modules providing one key is a
 /// duplicate that names both. Errors and dumps say which module each service comes from (a DOT
 /// cluster, a Mermaid subgraph, a `module` field in JSON).

@@ -32,10 +32,16 @@ extension _GraphCore {
                 key: name,
                 path: [name],
                 site: site(slot),
-                message: "the factory of \(name) threw: \(error)",
+                message: "the factory of \(name)\(moduleSuffix(slot)) threw: \(error)",
                 underlyingError: error
             )
         )
+    }
+
+    /// " (module Payments)" for a service a module registered; nothing otherwise.
+    func moduleSuffix(_ slot: Int) -> String {
+        guard let module = slotModules?[slot], module != 0 else { return "" }
+        return " (module \(modules[Int(module)].name))"
     }
 
     @usableFromInline

@@ -60,6 +60,27 @@ enum Decorations {
             let kept =
                 indices.first { !registrations[$0].isOverride && !registrations[$0].isInherited }
                 ?? indices.first { !registrations[$0].isOverride } ?? indices[0]
+            // A module's private value is the module's: a decorator from outside would change what the
+            // module's own services receive.
+            let owner = registrations[kept].module
+            if owner != 0, registrations.modules[Int(owner)].privateKeys.contains(ObjectIdentifier(key)) {
+                let outsiders = decorators.filter { $0.module != owner }
+                for decorator in outsiders {
+                    let from =
+                        decorator.module == 0
+                        ? "outside any module" : "in module \(registrations.modules[Int(decorator.module)].name)"
+                    problems.append(
+                        .init(
+                            .privateDependency,
+                            key: key.serviceName,
+                            site: decorator.site.site,
+                            message:
+                                "a decorator (\(from)) wraps \(key.serviceName), which is private to module \(registrations.modules[Int(owner)].name) (provided at \(registrations[kept].site.site))"
+                        )
+                    )
+                }
+                if !outsiders.isEmpty { continue }
+            }
             var lifetime = registrations[kept].lifetime
             var scopeKind = registrations[kept].scopeKind
             for index in indices where registrations[index].isOverride {

@@ -34,6 +34,7 @@ extension Registration {
             if service.isPairedForm { registration.argumentFactoryForm = _ArgumentFactoryForm(of: key) }
             registration.isCreatedOnFirstUse = isCreatedOnFirstUse
             registration.scopeKind = core.scopeKindIndex(of: slot)
+            registration.module = core.slotModules?[slot] ?? 0
             return registration
         }
         self = inherit(core.key(at: slot))

@@ -163,7 +163,7 @@ struct GraphDescription: Sendable {
             service.arguments = (key as? any ArgumentFactoryKey.Type)?.argumentNames
             service.isCreatedOnFirstUse = core.isDeferred(slot)
             if core.scopeKindIndex(of: slot) != 0 { service.scopeKind = core.scopeKind(of: slot).description }
-            if let module = core.slotModules?[slot], module != 0 { service.module = core.moduleNames[Int(module)] }
+            if let module = core.slotModules?[slot], module != 0 { service.module = core.modules[Int(module)].name }
             return service
         }
         edges = Edges(

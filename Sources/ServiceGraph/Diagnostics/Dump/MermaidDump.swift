@@ -126,6 +126,7 @@ struct MermaidDump {
         case UInt8(ascii: "\""): "#quot;"
         case UInt8(ascii: "<"): "#lt;"
         case UInt8(ascii: ">"): "#gt;"
+        case UInt8(ascii: "\n"): "<br/>"
         default: nil
         }
     }

@@ -98,7 +98,7 @@ struct TextDump {
         if service.isOverride { text.write(", override") }
         if let module = service.module {
             text.write(", module ")
-            text.write(string: module)
+            text.write(module, escaping: Self.lineBreaks)
         }
         text.write("] @ ")
         text.write(string: service.site.fileID)
@@ -185,6 +185,15 @@ struct TextDump {
                     depth < Self.maximumIndentedDepth ? frame.childPrefix + (isLast ? "   " : "│  ") : frame.childPrefix
                 stack.append(Frame(slot: child, depth: depth, childPrefix: childPrefix))
             }
+        }
+    }
+
+    /// Line breaks spelled out, so that a name keeps its service on one line.
+    private static let lineBreaks = Escapes { byte in
+        switch byte {
+        case UInt8(ascii: "\n"): "\\n"
+        case UInt8(ascii: "\r"): "\\r"
+        default: nil
         }
     }
 }

@@ -41,10 +41,11 @@ final class _GraphCore: @unchecked Sendable {
     let scopeKinds: [ScopeKind]
     /// The contributions placed in the graph's lists, for child graphs that contribute to them too.
     let placedContributions: [PlacedContribution]
-    /// The names of the modules the services came from (``GraphModule``), for dumps: per slot, an index
-    /// into `moduleNames` (0: none); nil when no service came from a module.
+    /// The modules the services came from (``GraphModule``), for errors, dumps and child graphs (which
+    /// keep their privacy): per slot, an index into `modules` (0: none); nil when no service came from
+    /// a module.
     let slotModules: [UInt16]?
-    let moduleNames: [String]
+    let modules: [ModuleInfo]
     /// Per slot, the index in ``scopeKinds`` of a scoped service's or seed's kind (0 otherwise); nil
     /// when the graph names no kind but the default.
     let slotScopeKinds: [UInt16]?
@@ -147,7 +148,7 @@ final class _GraphCore: @unchecked Sendable {
         self.replacedSeedSlots = plan.replacedSeedSlots
         self.scopeKinds = plan.scopeKinds
         let modules = plan.providers.modules
-        self.moduleNames = modules.map(\.name)
+        self.modules = modules
         self.slotModules = modules.count > 1 ? plan.providers.indices.map { plan.providers[$0].module } : nil
         self.slotScopeKinds = plan.slotScopeKinds
         self.edgeKinds = plan.edgeKinds
