@@ -223,4 +223,20 @@ struct ContributionTests {
 
         try await parent.shutdown()
     }
+
+    @Test("each contribution is created, and reported, before the list, and the list before its dependent")
+    func events() async throws {
+        let created = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.eventHandler = { event in
+            if event.kind == .serviceCreated { created.record(event.key ?? "?") }
+        }
+        builder.contribute(StepsKey.self, id: "b", after: ["a"]) { "b" }
+        builder.contribute(StepsKey.self, id: "a") { "a" }
+        builder.provide(PipelineKey.self, dependsOn: StepsKey.self) { $0 }
+        let graph = try await builder.build()
+        #expect(created.all == ["StepsKey[0: a]", "StepsKey[1: b]", "StepsKey", "PipelineKey"])
+        #expect(graph.initializationOrder == ["StepsKey[0: a]", "StepsKey[1: b]", "StepsKey", "PipelineKey"])
+        try await graph.shutdown()
+    }
 }
