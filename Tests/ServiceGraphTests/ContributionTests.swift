@@ -86,6 +86,7 @@ struct ContributionTests {
         required.provide(PipelineKey.self, dependsOn: RequiredStepsKey.self) { $0 }
         let error = try #require(throws: ServiceGraphError.self) { try required.validate() }
         #expect(error.codes == [.missingProvider])
+        #expect(error.problems[0].message.contains("needs at least one contribution"))
     }
 
     @Test("overrideContribution replaces one element in its place; override replaces the list")

@@ -222,6 +222,11 @@ struct GraphValidator {
                         "; \(plan.name(asynchronous)) has no synchronous form, as \(closure) is asynchronous: "
                         + "depend on \(other.spelledName) and await it, or give it a closure that does not await"
                 }
+                // A list that needs a contribution and has none.
+                if let list = ContributedCollection(missingKey), list.needsContribution {
+                    message +=
+                        "; it is a list that needs at least one contribution (`contribute(\(missingName).self, ...)`), and none was made"
+                }
                 let candidates = byValueType[missingKey.valueTypeID] ?? []
                 // The service that requires the key is no answer to "did you mean", even when it
                 // provides the same type (a decorator of the missing service).
