@@ -60,12 +60,16 @@ extension KeyedContributionKey {
 /// The key of the contribution at one position of a collection: `Collection[position]`. Made when the
 /// graph is planned, once the order is known, so that each contribution is a service of its own, with
 /// its own slot, dependencies and lifetime.
+@usableFromInline
 enum ContributedElement<Collection: ServiceKey, Element: Sendable, Position: _Ordinal>: ServiceKey {
+    @usableFromInline
     typealias Value = Element
 
+    @usableFromInline
     static var serviceName: String { "\(Collection.serviceName)[\(Position.value)]" }
 
     /// The key of the contribution at `position` of the same collection.
+    @usableFromInline
     static func element(at position: Int) -> any ServiceKey.Type {
         func key<Other: _Ordinal>(_: Other.Type) -> any ServiceKey.Type {
             ContributedElement<Collection, Element, Other>.self
@@ -80,7 +84,9 @@ public protocol _Ordinal {
     static var value: Int { get }
 }
 
+@usableFromInline
 enum OrdinalEnd: _Ordinal {
+    @usableFromInline
     static var value: Int { 0 }
 }
 

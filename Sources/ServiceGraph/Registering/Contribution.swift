@@ -32,17 +32,26 @@ struct Contribution: Sendable {
 
 /// What planning needs of a collection key, a list (``ContributionKey``) or a dictionary
 /// (``KeyedContributionKey``), captured where its type is known.
+///
+/// Made where `contribute` is inlined, so that the collection's reader is specialized for its element
+/// type in the module that declares the key, as a provider's thunk is.
+@usableFromInline
 struct ContributedCollection: Sendable {
+    @usableFromInline
     let key: any ServiceKey.Type
     /// Whether validation requires at least one contribution.
+    @usableFromInline
     let needsContribution: Bool
     /// The key of the contribution at a position.
+    @usableFromInline
     let element: @Sendable (Int) -> any ServiceKey.Type
     /// The factory of the collection, from its contributions' ids in order.
+    @usableFromInline
     let factory: @Sendable ([String?]) -> _AnyFactory
 
     var name: String { key.serviceName }
 
+    @inlinable
     init<Key: ContributionKey>(list key: Key.Type) {
         self.key = key
         needsContribution = Key.needsContribution
@@ -50,6 +59,7 @@ struct ContributedCollection: Sendable {
         factory = { ids in Self.listFactory(Key.self, count: ids.count) }
     }
 
+    @inlinable
     init<Key: KeyedContributionKey>(keyed key: Key.Type) {
         self.key = key
         needsContribution = Key.needsContribution
@@ -69,7 +79,8 @@ struct ContributedCollection: Sendable {
     }
 
     /// Reads the `count` contributions, in order, into a list.
-    private static func listFactory<Key: ContributionKey>(_: Key.Type, count: Int) -> _AnyFactory {
+    @inlinable
+    static func listFactory<Key: ContributionKey>(_: Key.Type, count: Int) -> _AnyFactory {
         _AnyFactory([Key.Element].self) { resolver, address in
             var elements: [Key.Element] = []
             elements.reserveCapacity(count)
@@ -82,7 +93,8 @@ struct ContributedCollection: Sendable {
     }
 
     /// Reads the contributions, in order, into a dictionary by their ids.
-    private static func dictionaryFactory<Key: KeyedContributionKey>(_: Key.Type, ids: [String]) -> _AnyFactory {
+    @inlinable
+    static func dictionaryFactory<Key: KeyedContributionKey>(_: Key.Type, ids: [String]) -> _AnyFactory {
         _AnyFactory([String: Key.Element].self) { resolver, address in
             var elements: [String: Key.Element] = [:]
             elements.reserveCapacity(ids.count)

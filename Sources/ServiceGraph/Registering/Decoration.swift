@@ -18,9 +18,12 @@ struct Decoration: Sendable {
 
 /// The value of `Key` after its first `Stage` decorators: stage 0 is the value its provider makes,
 /// before any decorator. The last stage is `Key` itself, which is what dependents receive.
+@usableFromInline
 enum DecoratedStage<Key: ServiceKey, Stage: _Ordinal>: ServiceKey {
+    @usableFromInline
     typealias Value = Key.Value
 
+    @usableFromInline
     static var serviceName: String {
         Stage.value == 0 ? "\(Key.serviceName) (undecorated)" : "\(Key.serviceName) (decorator \(Stage.value))"
     }

@@ -21,6 +21,7 @@ extension ServiceGraph.Builder {
     ///   - fileID: Where the contribution is registered, for errors and dumps.
     ///   - line: The line of the registration.
     ///   - factory: Makes the element from its dependencies' values.
+    @inlinable
     public mutating func contribute<Key: ContributionKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         id: String? = nil,
@@ -41,7 +42,8 @@ extension ServiceGraph.Builder {
             before: before,
             after: after,
             dependencies: _keyList(repeat each dependencies),
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: false
         )
@@ -50,6 +52,7 @@ extension ServiceGraph.Builder {
     /// Contributes an element to the list `key` names, made by an asynchronous, throwing factory that
     /// receives exactly the values of `dependsOn`. See
     /// ``contribute(_:id:lifetime:position:before:after:dependsOn:fileID:line:factory:)-49hvt``.
+    @inlinable
     public mutating func contribute<Key: ContributionKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         id: String? = nil,
@@ -70,7 +73,8 @@ extension ServiceGraph.Builder {
             before: before,
             after: after,
             dependencies: _keyList(repeat each dependencies),
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             factory: Self.asynchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: false
         )
@@ -105,14 +109,16 @@ extension ServiceGraph.Builder {
             before: [],
             after: [],
             dependencies: _keyList(repeat each dependencies),
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: true
         )
     }
 
     /// The synchronous thunk of a contribution's factory (as `provide` makes one).
-    private static func synchronousFactory<Element: Sendable, each Dependency: ServiceKey>(
+    @inlinable
+    static func synchronousFactory<Element: Sendable, each Dependency: ServiceKey>(
         _ element: Element.Type,
         dependsOn dependencies: repeat (each Dependency).Type,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Element
@@ -126,7 +132,8 @@ extension ServiceGraph.Builder {
     }
 
     /// The asynchronous thunk of a contribution's factory (as `provide` makes one).
-    private static func asynchronousFactory<Element: Sendable, each Dependency: ServiceKey>(
+    @inlinable
+    static func asynchronousFactory<Element: Sendable, each Dependency: ServiceKey>(
         _ element: Element.Type,
         dependsOn dependencies: repeat (each Dependency).Type,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Element
@@ -140,7 +147,8 @@ extension ServiceGraph.Builder {
         )
     }
 
-    private mutating func addContribution(
+    @usableFromInline
+    mutating func addContribution(
         _ collection: ContributedCollection,
         id: String?,
         lifetime: Lifetime?,
@@ -148,7 +156,8 @@ extension ServiceGraph.Builder {
         before: [String],
         after: [String],
         dependencies: _DependencyKeys,
-        site: SiteLiteral,
+        fileID: StaticString,
+        line: UInt,
         factory: _AnyFactory,
         isOverride: Bool
     ) {
@@ -161,7 +170,7 @@ extension ServiceGraph.Builder {
                 after: after,
                 lifetime: lifetime,
                 dependencies: dependencies,
-                site: site,
+                site: SiteLiteral(fileID: fileID, line: line),
                 factory: factory,
                 scopeKind: currentScopeKind,
                 isOverride: isOverride,
@@ -183,6 +192,7 @@ extension ServiceGraph.Builder {
     ///   - fileID: Where the contribution is registered, for errors and dumps.
     ///   - line: The line of the registration.
     ///   - factory: Makes the element from its dependencies' values.
+    @inlinable
     public mutating func contribute<Key: KeyedContributionKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         id: String,
@@ -200,7 +210,8 @@ extension ServiceGraph.Builder {
             before: [],
             after: [],
             dependencies: _keyList(repeat each dependencies),
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: false
         )
@@ -208,6 +219,7 @@ extension ServiceGraph.Builder {
 
     /// Contributes an element under `id` to the dictionary `key` names, made by an asynchronous,
     /// throwing factory that receives exactly the values of `dependsOn` (see ``KeyedContributionKey``).
+    @inlinable
     public mutating func contribute<Key: KeyedContributionKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         id: String,
@@ -225,7 +237,8 @@ extension ServiceGraph.Builder {
             before: [],
             after: [],
             dependencies: _keyList(repeat each dependencies),
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             factory: Self.asynchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: false
         )
@@ -250,7 +263,8 @@ extension ServiceGraph.Builder {
             before: [],
             after: [],
             dependencies: _keyList(repeat each dependencies),
-            site: SiteLiteral(fileID: fileID, line: line),
+            fileID: fileID,
+            line: line,
             factory: Self.synchronousFactory(Key.Element.self, dependsOn: repeat each dependencies, factory: factory),
             isOverride: true
         )

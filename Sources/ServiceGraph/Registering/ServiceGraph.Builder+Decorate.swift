@@ -31,6 +31,7 @@ extension ServiceGraph.Builder {
     ///   - fileID: Where the decorator is registered, for errors and dumps.
     ///   - line: The line of the registration.
     ///   - decorator: Makes the wrapper from the wrapped value and the dependencies' values.
+    @inlinable
     public mutating func decorate<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         dependsOn dependencies: repeat (each Dependency).Type,
@@ -50,6 +51,7 @@ extension ServiceGraph.Builder {
 
     /// Wraps the value of `key` with an asynchronous, throwing decorator. See
     /// ``decorate(_:dependsOn:fileID:line:decorator:)-zn5r``.
+    @inlinable
     public mutating func decorate<Key: ServiceKey, each Dependency: ServiceKey>(
         _ key: Key.Type,
         dependsOn dependencies: repeat (each Dependency).Type,
@@ -73,7 +75,8 @@ extension ServiceGraph.Builder {
         decorations.removeAll { $0.keyID == Key._keyID }
     }
 
-    private mutating func addDecoration<Key: ServiceKey>(
+    @usableFromInline
+    mutating func addDecoration<Key: ServiceKey>(
         _ key: Key.Type,
         dependencies: _DependencyKeys,
         fileID: StaticString,
