@@ -104,7 +104,7 @@ enum ScaleGraph {
         return builder
     }
 
-    private static func provide(
+    static func provide(
         _ key: any ScaleKey.Type,
         _ dependencies: ArraySlice<Int>,
         keys: [any ScaleKey.Type],

@@ -77,6 +77,15 @@ if arguments.contains("--seeded") {
     exit(0)
 }
 
+if arguments.contains("--composition") {
+    // Only the composition rows.
+    for row in try await compositionRows(effort) {
+        record(row.scenario, row.contender, row.median, note: row.note)
+    }
+    printTable(results)
+    exit(0)
+}
+
 if arguments.contains("--scale") {
     // Only the scale rows, every size (the full run has them too).
     let figures = try await scaleRows(Effort.full, sizes: Effort.full.scaleSizes)
@@ -209,6 +218,11 @@ try await scope.close()
 
 print("Scenario: seeded scopes (a scope given the signed-in user), against hand-wired sessions")
 for row in try await seededScopeRows(effort) {
+    record(row.scenario, row.contender, row.median, note: row.note)
+}
+
+print("Scenario: composition (contributed lists), against hand-wired lists")
+for row in try await compositionRows(effort) {
     record(row.scenario, row.contender, row.median, note: row.note)
 }
 
