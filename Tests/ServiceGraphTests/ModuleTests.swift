@@ -141,6 +141,25 @@ struct ModuleTests {
         #expect(graph[PayCheckoutKey.self] == "checkout via logged client(test config)")
         try await graph.shutdown()
     }
+
+    @Test(
+        "Graphviz renders a graph of modules, contributions and decorators",
+        .enabled(if: Graphviz.isAvailable || ProcessInfo.processInfo.environment["CI"] != nil)
+    )
+    func graphvizRendersModules() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(PayConfigKey.self) { "config" }
+        builder.include(PaymentsModule(registered: Tally()))
+        builder.include(SharedProvider(name: "Quote\" {odd} <name>"))
+        let svg = try Graphviz.render(builder.dump(.dot))
+        #expect(svg.contains("<svg"))
+        #expect(svg.contains("module PaymentsModule"))
+        #expect(svg.contains("PayClientKey (undecorated)"))
+        #expect(svg.contains("PayHandlersKey[0: payments]"))
+        let graph = try await builder.build()
+        #expect(try Graphviz.render(graph.dump(.dot)).contains("module PaymentsModule"))
+        try await graph.shutdown()
+    }
 }
 
 private struct ClientReader: GraphModule {
