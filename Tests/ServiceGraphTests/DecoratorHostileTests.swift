@@ -896,8 +896,8 @@ struct DecoratorHostileTests {
         #expect(graph.initializationOrder == stages)
         #expect(graph[DHOtherLabelKey.self] == "x12")
         let report = graph.startupReport()
-        #expect(report.slowest.first?.key == "DHLabelKey (decorator 1)")
-        #expect(try #require(report.slowest.first).factory >= .milliseconds(40))
+        // Among the slowest with its 40 ms (a loaded machine can make a trivial factory look slow too).
+        #expect(report.slowest.contains { $0.key == "DHLabelKey (decorator 1)" && $0.factory >= .milliseconds(40) })
         #expect(report.criticalPath.map(\.key) == stages)
         try await graph.shutdown()
     }

@@ -14,11 +14,13 @@
 /// builder.provide(RouterKey.self, dependsOn: MiddlewareKey.self) { Router(middleware: $0) }  // [log, auth]
 /// ```
 ///
-/// The order is stable and explicit: contributions are ordered by their `before` and `after` constraints,
-/// then by `position` (lower first), then in the order they were registered. A contradiction in the
-/// constraints, an `id` used twice or a constraint naming an id nobody contributes is a validation
-/// error naming the sites involved. A key nobody contributes to is an empty list, unless it says it
-/// needs at least one (``needsContribution``).
+/// The order is stable and explicit: the list is filled one contribution at a time, each time with the
+/// contribution that has the lowest `position`, then the earliest registration, among those whose
+/// `before` and `after` constraints allow it to come next. A contradiction in the constraints, an `id`
+/// used twice or a constraint naming an id nobody contributes is a validation error naming the sites
+/// involved. A key nobody contributes to is an empty list for the services that depend on it, unless
+/// it says it needs at least one (``needsContribution``); it is not in the graph otherwise (an optional
+/// dependency on it gets nil).
 public protocol ContributionKey: ServiceKey where Value == [Element] {
     /// The type of one contribution.
     associatedtype Element: Sendable

@@ -34,6 +34,14 @@ enum Contributions {
                 groups[index].members.append(contribution)
             }
         }
+        // A list an `override` replaces keeps none of its contributions (their dependencies, order and
+        // ids no longer matter, as a replaced provider's do not): only an empty provider for the
+        // override to replace; nor does it pass them on to child graphs.
+        var replacedLists: Set<ObjectIdentifier> = []
+        for index in registrations.indices where registrations[index].isOverride {
+            let key = registrations[index].keyID
+            if groupOf[key] != nil { replacedLists.insert(key) }
+        }
         // A parent's list the child does not contribute to stays the parent's (inherited as it is);
         // one it contributes to is made again in the child, the parent's elements first, as the child
         // inherited them (their instances shared).
@@ -48,28 +56,21 @@ enum Contributions {
                 inheritedRegistration[registrations[index].keyID] = registrations[index]
             }
         }
+        var inheritedCounts = Array(repeating: 0, count: groups.count)
         for index in groups.indices where !groups[index].inherited.isEmpty {
             guard !(groups[index].members + groups[index].overrides).isEmpty else {
+                if replacedLists.contains(groups[index].inherited[0].collectionID) { continue }
                 notes.placed += groups[index].inherited
                 for placed in groups[index].inherited { notes.labels[placed.elementID] = placed.label }
                 continue
             }
-            groups[index].members.insert(
-                contentsOf: groups[index].inherited.compactMap { placed in
-                    inheritedRegistration[placed.elementID].map { Contribution(placed, providedBy: $0) }
-                },
-                at: 0
-            )
+            let parents = groups[index].inherited.compactMap { placed in
+                inheritedRegistration[placed.elementID].map { Contribution(placed, providedBy: $0) }
+            }
+            groups[index].members.insert(contentsOf: parents, at: 0)
+            inheritedCounts[index] = parents.count
         }
-        // A list an `override` replaces keeps none of its contributions (their dependencies, order and
-        // ids no longer matter, as a replaced provider's do not): only an empty provider for the
-        // override to replace.
-        var replacedLists: Set<ObjectIdentifier> = []
-        for index in registrations.indices where registrations[index].isOverride {
-            let key = registrations[index].keyID
-            if groupOf[key] != nil { replacedLists.insert(key) }
-        }
-        for (members, overrides, _) in groups where !(members + overrides).isEmpty {
+        for (group, (members, overrides, _)) in groups.enumerated() where !(members + overrides).isEmpty {
             let collection = (members.first ?? overrides[0]).collection
             let name = collection.name
             if replacedLists.contains(ObjectIdentifier(collection.key)) {
@@ -78,6 +79,7 @@ enum Contributions {
                     in: [],
                     of: collection,
                     site: (members.first ?? overrides[0]).site,
+                    module: nil,
                     to: &registrations,
                     notes: &notes
                 )
@@ -101,8 +103,27 @@ enum Contributions {
                 list[index] = list[index].replaced(by: override)
             }
             guard !list.isEmpty else { continue }
-            let order = ordered(list, positionOfID: positionOfID, name: name, problems: &problems)
-            append(list, in: order, of: collection, site: list[0].site, to: &registrations, notes: &notes)
+            // The parent's elements keep the order the parent gave them; the child's own go around them.
+            let kept = Array(zip(0..<max(inheritedCounts[group] - 1, 0), 1..<max(inheritedCounts[group], 1)))
+            let order = ordered(list, positionOfID: positionOfID, name: name, keeping: kept, problems: &problems)
+            // A list a module keeps private takes contributions from that module only.
+            let listModule = privateOwner(of: collection, among: list, in: registrations.modules)
+            if let owner = listModule {
+                for contribution in list where contribution.module != owner {
+                    problems.append(
+                        privateList(collection, owner: owner, outsider: contribution, in: registrations.modules)
+                    )
+                }
+            }
+            append(
+                list,
+                in: order,
+                of: collection,
+                site: list[0].site,
+                module: listModule,
+                to: &registrations,
+                notes: &notes
+            )
         }
         return problems
     }
@@ -114,6 +135,7 @@ enum Contributions {
         in order: [Int],
         of collection: ContributedCollection,
         site: SiteLiteral,
+        module: UInt16?,
         to registrations: inout RegistrationList,
         notes: inout CompositionNotes
     ) {
@@ -164,9 +186,10 @@ enum Contributions {
             isOverride: false
         )
         if lifetime == .scoped { registration.scopeKind = scopeKinds.first ?? 0 }
-        // The list is its module's when every contribution comes from one module; shared otherwise.
+        // The list is the module's that keeps it private, or that made every contribution; shared
+        // otherwise.
         let modules = Set(list.map(\.module))
-        if modules.count == 1 { registration.module = modules.first ?? 0 }
+        registration.module = module ?? (modules.count == 1 ? modules.first ?? 0 : 0)
         registrations.append(registration)
     }
 
@@ -178,7 +201,7 @@ enum Contributions {
         var added: Set<ObjectIdentifier> = []
         for slot in plan.providers.indices {
             for (position, target) in plan.edges.dependencies(of: slot).enumerated() where target == GraphPlan.missing {
-                let key = plan.providers[slot].dependencies[position]
+                let key = plan.edgeKey(of: slot, at: position)
                 guard let collection = ContributedCollection(key), !collection.needsContribution,
                     added.insert(ObjectIdentifier(key)).inserted
                 else { continue }
@@ -206,10 +229,15 @@ enum Contributions {
         _ list: [Contribution],
         positionOfID: [String: Int],
         name: String,
+        keeping kept: [(Int, Int)] = [],
         problems: inout [Problem]
     ) -> [Int] {
         var successors = Array(repeating: [Int](), count: list.count)
         var predecessorCount = Array(repeating: 0, count: list.count)
+        for (first, second) in kept {
+            successors[first].append(second)
+            predecessorCount[second] += 1
+        }
         for (index, contribution) in list.enumerated() {
             for (ids, isBefore) in [(contribution.before, true), (contribution.after, false)] {
                 for id in ids {
@@ -279,6 +307,32 @@ enum Contributions {
             site: list[cycle[0]].site.site,
             message:
                 "the contributions to \(name) cannot be ordered: \(steps.joined(separator: " comes before ")) (stated at \(sites.joined(separator: " and ")))"
+        )
+    }
+
+    /// The module that keeps `collection` private and contributes to it, if any.
+    private static func privateOwner(
+        of collection: ContributedCollection,
+        among list: [Contribution],
+        in modules: [ModuleInfo]
+    ) -> UInt16? {
+        let key = ObjectIdentifier(collection.key)
+        return list.lazy.map(\.module).first { $0 != 0 && modules[Int($0)].privateKeys.contains(key) }
+    }
+
+    private static func privateList(
+        _ collection: ContributedCollection,
+        owner: UInt16,
+        outsider: Contribution,
+        in modules: [ModuleInfo]
+    ) -> Problem {
+        let from = outsider.module == 0 ? "outside any module" : "in module \(modules[Int(outsider.module)].name)"
+        return Problem(
+            .privateDependency,
+            key: collection.name,
+            site: outsider.site.site,
+            message:
+                "a contribution (\(from)) goes into \(collection.name), which is private to module \(modules[Int(owner)].name)"
         )
     }
 
@@ -418,6 +472,8 @@ struct PlacedContribution: Sendable {
     let element: any ServiceKey.Type
     /// Its name in errors and dumps, when it has an id.
     let label: String?
+    /// The module that contributed it.
+    let module: UInt16
 
     var collectionID: ObjectIdentifier { ObjectIdentifier(collection.key) }
     var elementID: ObjectIdentifier { ObjectIdentifier(element) }
@@ -432,6 +488,7 @@ struct PlacedContribution: Sendable {
         lifetime = contribution.lifetime ?? .singleton
         self.element = element
         self.label = label
+        module = contribution.module
     }
 }
 
@@ -451,6 +508,7 @@ extension Contribution {
             factory: registration.factory,
             scopeKind: registration.scopeKind,
             isOverride: false,
+            module: placed.module,
             inheritedRegistration: registration
         )
     }

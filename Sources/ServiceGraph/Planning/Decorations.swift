@@ -87,11 +87,21 @@ enum Decorations {
                 if !registrations[index].inheritsLifetime { lifetime = registrations[index].lifetime }
                 if registrations[index].scopeKind != 0 { scopeKind = registrations[index].scopeKind }
             }
-            let undecorated = decorators[0].stage(0)
+            // The first stage not already in the graph: a child graph inherits its parent's stages, and
+            // its own decorators wrap what the parent's made.
+            var base = 0
+            if registrations.mayHaveInherited {
+                var keys: Set<ObjectIdentifier> = []
+                for index in registrations.indices where registrations[index].isInherited {
+                    keys.insert(registrations[index].keyID)
+                }
+                while keys.contains(ObjectIdentifier(decorators[0].stage(base))) { base += 1 }
+            }
+            let undecorated = decorators[0].stage(base)
             for index in providers[group] { registrations[index] = registrations[index].with(key: undecorated) }
             for (position, decorator) in decorators.enumerated() {
                 var dependencies = _DependencyKeys()
-                dependencies.append(decorator.stage(position), kind: .direct)
+                dependencies.append(decorator.stage(base + position), kind: .direct)
                 for position in decorator.dependencies.indices {
                     dependencies.append(
                         decorator.dependencies[position],
@@ -99,7 +109,7 @@ enum Decorations {
                     )
                 }
                 var registration = Registration(
-                    key: position == decorators.count - 1 ? key : decorator.stage(position + 1),
+                    key: position == decorators.count - 1 ? key : decorator.stage(base + position + 1),
                     lifetime: lifetime,
                     dependencies: dependencies,
                     site: decorator.site,

@@ -124,8 +124,11 @@ struct GraphPlan: Sendable {
                 if providers[slot].isSeed { replacedSeeds.insert(slot) }
                 var replacement =
                     registration.inheritsLifetime ? registration.with(lifetime: replaced.lifetime) : registration
-                // An override registered outside any kind of scope keeps the kind it replaces.
+                // An override registered outside any kind of scope keeps the kind it replaces, and one
+                // registered outside any module the module (a test's double of a private key stays
+                // private).
                 if replacement.scopeKind == 0 { replacement.scopeKind = replaced.scopeKind }
+                if replacement.module == 0 { replacement.module = replaced.module }
                 providers[slot] = replacement
                 overridden[slot] = true
             } else if let sibling {
