@@ -480,6 +480,10 @@ struct DecoratorHostileTests {
         #expect(error?.codes == [.factoryTimedOut])
         #expect(error?.problems.first?.key == "ServiceA (decorator 1)")
         #expect(log.count(of: "didAdd A") == 1)
+        // The abandoned decorator still holds A, so A is released in the background once that work
+        // ends (at its cancellation), not before the build returns: waited for, up to a minute.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while log.count(of: "willRemove A") == 0 && .now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(log.count(of: "willRemove A") == 1)
         #expect(log.count(of: "init late") == 0)
         let dump = try #require(error?.dump(.text))
