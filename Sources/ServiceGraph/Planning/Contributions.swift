@@ -47,8 +47,10 @@ enum Contributions {
         // inherited them (their instances shared).
         var inheritedRegistration: [ObjectIdentifier: Registration] = [:]
         let remade = Set(
-            groups.lazy.filter { !$0.inherited.isEmpty && !($0.members + $0.overrides).isEmpty }.flatMap(\.inherited)
-                .map(\.elementID)
+            groups.lazy.filter { !$0.inherited.isEmpty && !($0.members.isEmpty && $0.overrides.isEmpty) }.flatMap(
+                \.inherited
+            )
+            .map(\.elementID)
         )
         if !remade.isEmpty {
             for index in registrations.indices
@@ -58,7 +60,7 @@ enum Contributions {
         }
         var inheritedCounts = Array(repeating: 0, count: groups.count)
         for index in groups.indices where !groups[index].inherited.isEmpty {
-            guard !(groups[index].members + groups[index].overrides).isEmpty else {
+            guard !(groups[index].members.isEmpty && groups[index].overrides.isEmpty) else {
                 if replacedLists.contains(groups[index].inherited[0].collectionID) { continue }
                 notes.placed += groups[index].inherited
                 for placed in groups[index].inherited { notes.labels[placed.elementID] = placed.label }
@@ -70,7 +72,7 @@ enum Contributions {
             groups[index].members.insert(contentsOf: parents, at: 0)
             inheritedCounts[index] = parents.count
         }
-        for (group, (members, overrides, _)) in groups.enumerated() where !(members + overrides).isEmpty {
+        for (group, (members, overrides, _)) in groups.enumerated() where !(members.isEmpty && overrides.isEmpty) {
             let collection = (members.first ?? overrides[0]).collection
             let name = collection.name
             if replacedLists.contains(ObjectIdentifier(collection.key)) {
