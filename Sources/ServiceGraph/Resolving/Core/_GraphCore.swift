@@ -139,7 +139,8 @@ final class _GraphCore: @unchecked Sendable {
                     fileIndex: index,
                     isOverride: plan.overridden[slot],
                     isSeed: isSeed,
-                    isPairedForm: plan.providers[slot].isPairedForm
+                    isPairedForm: plan.providers[slot].isPairedForm,
+                    isInherited: plan.providers[slot].isInherited
                 )
             )
         }
