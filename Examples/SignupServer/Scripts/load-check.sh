@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The load check: requests per second and p99 latency of the same request served two ways, through a
+# request scope of the graph (GET /load/scoped/1: a scope opened, seeded, a scoped service made, the
+# scope closed) and hand-wired (GET /load/direct/1: the service made by hand). Both read one row of
+# SQLite. wrk drives concurrent keep-alive connections on loopback; the two routes alternate, round by
+# round, against one server process, and the medians are reported.
+#
+#   Scripts/load-check.sh                        # release build, 5 rounds of 10 s per route
+#   ROUNDS=1 DURATION=1s CONFIGURATION=debug Scripts/load-check.sh   # a smoke run (CI)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+configuration="${CONFIGURATION:-release}"
+rounds="${ROUNDS:-5}"
+duration="${DURATION:-10s}"
+connections="${CONNECTIONS:-32}"
+threads="${THREADS:-1}"
+
+if ! command -v wrk >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq wrk >/dev/null
+fi
+swift build -c "$configuration" --product SignupServer >/dev/null
+binary="$(swift build -c "$configuration" --show-bin-path 2>/dev/null)/SignupServer"
+
+work="$(mktemp -d)"
+"$binary" --port 0 --database "$work/load.sqlite" >"$work/server.log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+port=""
+for _ in $(seq 1 600); do
+    port="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/server.log" | head -1)"
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+[ -n "$port" ] || { cat "$work/server.log"; echo "error: the server did not start" >&2; exit 1; }
+curl -sf -X POST "http://127.0.0.1:$port/signups" -H 'Content-Type: application/json' \
+    -d '{"email":"load@example.org","name":"Load"}' >/dev/null
+
+# One wrk run: prints "requests/s p99-ms".
+measure() {
+    local output rps p99
+    output="$(wrk -t "$threads" -c "$connections" -d "$duration" --latency "http://127.0.0.1:$port/load/$1/1")"
+    if grep -q "Non-2xx" <<<"$output"; then
+        echo "error: /load/$1/1 answered with errors:" >&2
+        echo "$output" >&2
+        exit 1
+    fi
+    rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$output")"
+    p99="$(awk '$1 == "99%" {print $2}' <<<"$output")"
+    # wrk prints latencies with a unit (us, ms, s): in milliseconds.
+    p99="$(awk -v v="$p99" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /[^m]s$/) n *= 1000; printf "%.2f", n }')"
+    echo "$rps $p99"
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+measure direct >/dev/null  # warm-up
+: >"$work/direct"
+: >"$work/scoped"
+for round in $(seq 1 "$rounds"); do
+    for route in direct scoped; do
+        result="$(measure "$route")"
+        echo "$result" >>"$work/$route"
+        printf 'round %s %-7s %10s requests/s   p99 %s ms\n' "$round" "$route" $result
+    done
+done
+
+direct_rps="$(cut -d' ' -f1 "$work/direct" | median)"
+scoped_rps="$(cut -d' ' -f1 "$work/scoped" | median)"
+direct_p99="$(cut -d' ' -f2 "$work/direct" | median)"
+scoped_p99="$(cut -d' ' -f2 "$work/scoped" | median)"
+echo
+echo "median of $rounds rounds ($configuration, $connections connections, $duration each):"
+printf '  hand-wired      %10.0f requests/s   p99 %6.2f ms\n' "$direct_rps" "$direct_p99"
+printf '  request scope   %10.0f requests/s   p99 %6.2f ms\n' "$scoped_rps" "$scoped_p99"
+awk -v d="$direct_rps" -v s="$scoped_rps" \
+    'BEGIN { printf "  the request scope costs %.1f%% of throughput\n", (1 - s / d) * 100 }'
+
+kill -TERM "$server"
+wait "$server"

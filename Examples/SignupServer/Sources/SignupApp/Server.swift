@@ -1,0 +1,79 @@
+import GraphLifecycle
+import Hummingbird
+import Logging
+import ServiceGraph
+
+/// The server: builds the graph, makes the HTTP application on it, and runs both in a service group
+/// until a signal stops them.
+public enum SignupServerApp {
+    /// Builds the graph and runs the server until SIGTERM or SIGINT.
+    ///
+    /// - Throws: The build's error (naming the service that failed and its dependency path; nothing is
+    ///   left started), or the service group's.
+    public static func run(configuration: AppConfiguration, logger: Logger) async throws {
+        let graph = try await GraphServiceGroup.build(
+            makeAppBuilder(configuration: configuration, logger: logger),
+            configuration: configuration.lifecycle
+        )
+        let group: GraphServiceGroup
+        do {
+            group = try GraphServiceGroup(
+                graph: graph,
+                server: ("HTTP server", makeApplication(graph: graph, configuration: configuration, logger: logger)),
+                configuration: configuration.lifecycle,
+                logger: logger
+            )
+        } catch {
+            try? await graph.shutdown()
+            throw error
+        }
+        try await group.run()
+    }
+
+    /// The HTTP application over `graph`: the API in request scopes, the debug endpoints when enabled,
+    /// and the load check's pair of routes.
+    public static func makeApplication(
+        graph: ServiceGraph,
+        configuration: AppConfiguration,
+        logger: Logger
+    ) -> some ApplicationProtocol {
+        let router = Router(context: AppRequestContext.self)
+        let scoped = router.group().add(middleware: RequestScopeMiddleware(graph: graph))
+        SignupRoutes.add(to: scoped)
+        if configuration.debugEndpoints { DebugRoutes.add(to: router, graph: graph) }
+        LoadCheckRoutes.add(scoped: scoped, direct: router.group(), graph: graph)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+            onServerRunning: { channel in
+                logger.info("listening on \(configuration.host):\(channel.localAddress?.port ?? configuration.port)")
+            },
+            logger: logger
+        )
+    }
+}
+
+/// Two routes that do the same work, for the load check: one through a request scope of the graph,
+/// one hand-wired.
+enum LoadCheckRoutes {
+    static func add(
+        scoped: RouterGroup<AppRequestContext>,
+        direct: RouterGroup<AppRequestContext>,
+        graph: ServiceGraph
+    ) {
+        scoped.get("/load/scoped/:id") { _, context -> Signup in
+            let id = try context.parameters.require("id", as: Int.self)
+            let service = try await context.services.resolve(SignupServiceKey.self)
+            guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
+            return signup
+        }
+        // Hand-wired: the repository read once, the service made by hand for each request.
+        let repository = graph[SignupRepositoryKey.self]
+        direct.get("/load/direct/:id") { _, context -> Signup in
+            let id = try context.parameters.require("id", as: Int.self)
+            let service = SignupService(repository: repository, logger: context.logger)
+            guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
+            return signup
+        }
+    }
+}

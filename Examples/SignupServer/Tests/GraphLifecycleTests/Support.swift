@@ -1,0 +1,156 @@
+import GraphLifecycle
+import Logging
+import ServiceGraph
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// What happened, in order, across the services of one test.
+final class Journal: Sendable {
+    private let entries = Mutex<[String]>([])
+
+    func record(_ entry: String) { entries.withLock { $0.append(entry) } }
+
+    var all: [String] { entries.withLock { $0 } }
+
+    func index(of entry: String) -> Int? { all.firstIndex(of: entry) }
+
+    /// The entries that start with `prefix`, in order.
+    func matching(_ prefix: String) -> [String] { all.filter { $0.hasPrefix(prefix) } }
+
+    /// Waits (polling) until `entry` is recorded; fails the test after `limit`.
+    func waitFor(_ entry: String, limit: Duration = .seconds(30)) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while index(of: entry) == nil {
+            guard clock.now < deadline else {
+                Issue.record("\(entry) was not recorded; the journal: \(all)")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// How a fake service behaves.
+struct Behaviour: Sendable {
+    /// Says it is running at once, or waits for ``release`` first.
+    var reportsRunning = true
+    var waitsForRelease = false
+    /// Throws this from `run()` once running.
+    var fails: String?
+    /// Returns from `run()` at once, before any shutdown.
+    var exitsEarly = false
+    /// Ignores graceful shutdown: only cancellation stops it.
+    var ignoresGracefulShutdown = false
+    /// Its `willRemove` hangs (ignoring cancellation) for this long.
+    var willRemoveHangs: Duration?
+}
+
+/// A long-running service that journals its life: "run X" when its `run()` begins, "running X" when it
+/// says it is running, "stop X" when it returns, "willRemove X" from its hook.
+final class FakeService: NeedsRunningServices, ReportsRunning, LifecycleHooks {
+    let name: String
+    let journal: Journal
+    let behaviour: Behaviour
+    let running = RunningGate()
+    let needsRunning: [any ReportsRunning]
+    private let release = RunningGate()
+
+    init(_ name: String, journal: Journal, behaviour: Behaviour = Behaviour(), needs: [any ReportsRunning] = []) {
+        self.name = name
+        self.journal = journal
+        self.behaviour = behaviour
+        self.needsRunning = needs
+    }
+
+    /// Lets a service that waits for it say it is running.
+    func letRun() { release.markRunning() }
+
+    func run() async throws {
+        journal.record("run \(name)")
+        defer { journal.record("stop \(name)") }
+        if behaviour.waitsForRelease {
+            try await cancelWhenGracefulShutdown { try await self.release.waitUntilRunning() }
+        }
+        if let failure = behaviour.fails { throw Failure(failure) }
+        if behaviour.exitsEarly { return }
+        if behaviour.reportsRunning {
+            running.markRunning()
+            journal.record("running \(name)")
+        }
+        if behaviour.ignoresGracefulShutdown {
+            try await Task.sleep(for: .seconds(3600))
+        } else {
+            try await gracefulShutdown()
+        }
+    }
+
+    func willRemove() async throws {
+        journal.record("willRemove \(name)")
+        if let hang = behaviour.willRemoveHangs {
+            let until = ContinuousClock.now + hang
+            while ContinuousClock.now < until { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+    }
+}
+
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum AKey: ServiceKey { typealias Value = FakeService }
+enum BKey: ServiceKey { typealias Value = FakeService }
+enum CKey: ServiceKey { typealias Value = FakeService }
+/// A singleton that is not a `Service`: the group leaves it alone.
+enum PlainKey: ServiceKey { typealias Value = Int }
+
+let testLogger: Logger = {
+    var logger = Logger(label: "graph-lifecycle-tests")
+    logger.logLevel = .warning
+    return logger
+}()
+
+/// A group whose configuration has no signals (a test triggers the shutdown) and short limits.
+func testConfiguration(
+    readinessTimeout: Duration? = .seconds(60),
+    gracefulShutdown: Duration? = .seconds(60)
+) -> GraphServiceGroup.Configuration {
+    var configuration = GraphServiceGroup.Configuration()
+    configuration.gracefulShutdownSignals = []
+    configuration.readinessTimeout = readinessTimeout
+    configuration.maximumGracefulShutdownDuration = gracefulShutdown
+    configuration.maximumCancellationDuration = .seconds(60)
+    return configuration
+}
+
+/// A server stand-in: journals like a service, reports nothing.
+final class FakeServer: Service {
+    let journal: Journal
+    init(journal: Journal) { self.journal = journal }
+
+    func run() async throws {
+        journal.record("run server")
+        defer { journal.record("stop server") }
+        try await gracefulShutdown()
+    }
+}
+
+/// Runs `group` in a task and returns it, to be awaited once the test has triggered the shutdown.
+func start(_ group: GraphServiceGroup) -> Task<Result<Void, any Error>, Never> {
+    Task {
+        do {
+            try await group.run()
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// The errors a failed run reported.
+func errors(of result: Result<Void, any Error>) -> [any Error] {
+    guard case .failure(let error) = result else { return [] }
+    return (error as? GraphServiceGroupFailure)?.errors ?? [error]
+}

@@ -1,0 +1,252 @@
+import Foundation
+import GraphLifecycle
+import Logging
+import SQLiteNIO
+import ServiceGraph
+import ServiceGraphTesting
+import SignupApp
+import Synchronization
+import Testing
+
+/// Sign-ups kept in memory: the repository a unit test puts in the graph in place of SQLite.
+final class InMemorySignupRepository: SignupRepository {
+    private let signups = Mutex<[Signup]>([])
+
+    func create(email: String, name: String) async throws -> Signup {
+        try signups.withLock { signups in
+            guard !signups.contains(where: { $0.email == email }) else { throw SignupError.alreadySignedUp(email) }
+            let signup = Signup(id: signups.count + 1, email: email, name: name)
+            signups.append(signup)
+            return signup
+        }
+    }
+
+    func all() async throws -> [Signup] { signups.withLock { $0 } }
+
+    func find(id: Int) async throws -> Signup? { signups.withLock { $0.first { $0.id == id } } }
+}
+
+/// Mails sent, kept for the test to read.
+final class RecordingMailSender: MailSender {
+    private let sent = Mutex<[String]>([])
+
+    func send(to address: String, subject: String, body: String) async throws {
+        sent.withLock { $0.append("\(address): \(subject)") }
+    }
+
+    var all: [String] { sent.withLock { $0 } }
+}
+
+let quietLogger: Logger = {
+    var logger = Logger(label: "signup-app-tests")
+    logger.logLevel = .critical
+    return logger
+}()
+
+/// A fresh SQLite file of its own for each call.
+func temporaryDatabasePath() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("signups-\(UUID().uuidString).sqlite").path
+}
+
+/// The application's graph with the repository in memory: nothing touches the database file.
+func inMemoryBuilder() -> ServiceGraph.Builder {
+    var builder = makeAppBuilder(
+        configuration: AppConfiguration(databasePath: temporaryDatabasePath()),
+        logger: quietLogger
+    )
+    let repository = InMemorySignupRepository()
+    builder.override(SignupRepositoryKey.self) { repository }
+    return builder
+}
+
+/// Resolves the sign-up service in a request scope, as a request handler does, and closes the scope.
+func withSignupService<T: Sendable>(
+    in graph: ServiceGraph,
+    _ body: (SignupService) async throws -> T
+) async throws -> T {
+    let scope = try graph.makeScope(
+        .request,
+        seeding: ScopeSeed(RequestIDKey.self, "test-request"),
+        ScopeSeed(RequestLoggerKey.self, quietLogger)
+    )
+    do {
+        let result = try await body(try await scope.resolve(SignupServiceKey.self))
+        try await scope.close()
+        return result
+    } catch {
+        try await scope.close()
+        throw error
+    }
+}
+
+@Suite("Sign-ups, with the repository overridden", .isolatedGraph { inMemoryBuilder() })
+struct SignupServiceTests {
+    @Test func theApplicationsGraphIsValid() {
+        expectValidGraph(makeAppBuilder(configuration: AppConfiguration(databasePath: "unused"), logger: quietLogger))
+    }
+
+    @Test func signsUpWithATrimmedLowercasedAddress() async throws {
+        let signup = try await withSignupService(in: TestGraph.required) {
+            try await $0.signUp(email: "  Ann@Example.ORG ", name: " Ann ")
+        }
+        #expect(signup == Signup(id: 1, email: "ann@example.org", name: "Ann"))
+        let all = try await withSignupService(in: TestGraph.required) { try await $0.all() }
+        #expect(all == [signup])
+    }
+
+    @Test(arguments: ["", "ann", "@example.org", "ann@", "ann@example", "a@b@c.org"])
+    func refusesWhatIsNotAnAddress(email: String) async throws {
+        await #expect(throws: SignupError.self) {
+            try await withSignupService(in: TestGraph.required) { try await $0.signUp(email: email, name: "Ann") }
+        }
+        let all = try await withSignupService(in: TestGraph.required) { try await $0.all() }
+        #expect(all.isEmpty)
+    }
+
+    @Test func refusesAMissingNameAndASecondSignUp() async throws {
+        let graph = TestGraph.required
+        await #expect(throws: SignupError.missingName) {
+            try await withSignupService(in: graph) { try await $0.signUp(email: "ann@example.org", name: "  ") }
+        }
+        _ = try await withSignupService(in: graph) { try await $0.signUp(email: "ann@example.org", name: "Ann") }
+        await #expect(throws: SignupError.alreadySignedUp("ann@example.org")) {
+            try await withSignupService(in: graph) { try await $0.signUp(email: "ANN@example.org", name: "Ann") }
+        }
+    }
+
+    /// Each test case has its own graph, so its own repository: parallel cases do not see each other's
+    /// sign-ups.
+    @Test(arguments: 1...8) func parallelCasesDoNotShareSignUps(index: Int) async throws {
+        let graph = TestGraph.required
+        _ = try await withSignupService(in: graph) { try await $0.signUp(email: "user\(index)@example.org", name: "U") }
+        let all = try await withSignupService(in: graph) { try await $0.all() }
+        #expect(all.map(\.email) == ["user\(index)@example.org"])
+    }
+
+    @Test func eachRequestGetsItsOwnServiceAndTheScopeIsReleased() async throws {
+        let graph = TestGraph.required
+        let first = try graph.makeScope(
+            .request,
+            seeding: ScopeSeed(RequestIDKey.self, "1"),
+            ScopeSeed(RequestLoggerKey.self, quietLogger)
+        )
+        // A request scope must be given its seeds: refused otherwise, naming the missing one.
+        #expect(throws: ServiceGraphError.self) { try graph.makeScope(.request) }
+        _ = try await first.resolve(SignupServiceKey.self)
+        try await first.close()
+        #expect(first.isClosed)
+    }
+}
+
+@Suite("The SQLite database, its migrations and the outbox")
+struct DatabaseTests {
+    /// Runs `body` with the database running, as the service group runs it, then stops it.
+    func withRunningDatabase(
+        path: String,
+        _ body: @Sendable (ServiceGraph) async throws -> Void,
+        sender: RecordingMailSender = RecordingMailSender()
+    ) async throws {
+        var builder = makeAppBuilder(configuration: AppConfiguration(databasePath: path), logger: quietLogger)
+        builder.override(MailSenderKey.self) { sender }
+        let graph = try await builder.build()
+        var configuration = GraphServiceGroup.Configuration()
+        configuration.gracefulShutdownSignals = []
+        let group = try GraphServiceGroup(graph: graph, server: nil, configuration: configuration, logger: quietLogger)
+        let run = Task { try await group.run() }
+        do {
+            try await graph[DatabaseKey.self].running.waitUntilRunning()
+            try await body(graph)
+        } catch {
+            await group.triggerGracefulShutdown()
+            try await run.value
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    @Test func migrationsRunOnceAndASignUpQueuesItsWelcomeMail() async throws {
+        let path = temporaryDatabasePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sender = RecordingMailSender()
+        try await withRunningDatabase(
+            path: path,
+            { graph in
+                let signup = try await graph[SignupRepositoryKey.self].create(email: "ann@example.org", name: "Ann")
+                #expect(signup.id == 1)
+                let found = try await graph[SignupRepositoryKey.self].find(id: 1)
+                #expect(found == signup)
+            },
+            sender: sender
+        )
+        // The outbox's last pass, at shutdown, sent the queued mail.
+        #expect(sender.all == ["ann@example.org: Welcome, Ann!"])
+        // A second run of the same file applies no migration again, and keeps the sign-up.
+        try await withRunningDatabase(path: path) { graph in
+            let all = try await graph[SignupRepositoryKey.self].all()
+            #expect(all.map(\.email) == ["ann@example.org"])
+        }
+        let connection = try await SQLiteConnection.open(storage: .file(path: path))
+        let migrations = try await connection.query("SELECT id FROM schema_migrations ORDER BY id")
+        #expect(migrations.compactMap { $0.column("id")?.string } == ["1-signups", "2-outbox"])
+        let outbox = try await connection.query("SELECT address, sent_at FROM outbox")
+        #expect(outbox.count == 1 && outbox[0].column("sent_at")?.isNull == false)
+        try await connection.close()
+    }
+
+    @Test func aFailedTransactionLeavesNoRowBehind() async throws {
+        let path = temporaryDatabasePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try await withRunningDatabase(path: path) { graph in
+            let repository = graph[SignupRepositoryKey.self]
+            _ = try await repository.create(email: "ann@example.org", name: "Ann")
+            await #expect(throws: SignupError.alreadySignedUp("ann@example.org")) {
+                try await repository.create(email: "ann@example.org", name: "Ann again")
+            }
+            // Many sign-ups at once: the transactions do not interleave.
+            try await withThrowingTaskGroup { group in
+                for index in 0..<50 {
+                    group.addTask { _ = try await repository.create(email: "user\(index)@example.org", name: "U") }
+                }
+                try await group.waitForAll()
+            }
+            let count = try await repository.all().count
+            #expect(count == 51)
+        }
+    }
+
+    @Test func anUnwritablePathFailsTheBuildNamingTheDatabaseAndThePath() async throws {
+        let builder = makeAppBuilder(
+            configuration: AppConfiguration(databasePath: "/nonexistent-directory/signups.sqlite"),
+            logger: quietLogger
+        )
+        await #expect {
+            try await builder.build()
+        } throws: { error in
+            let message = "\(error)"
+            return message.contains("DatabaseKey") && message.contains("/nonexistent-directory/signups.sqlite")
+        }
+    }
+}
+
+@Suite("Configuration from the command line")
+struct ConfigurationTests {
+    @Test func readsEveryOption() throws {
+        let configuration = try AppConfiguration(arguments: [
+            "--host", "0.0.0.0", "--port", "0", "--database", "/tmp/x.sqlite", "--debug-endpoints",
+            "--outbox-interval-ms", "250", "--shutdown-limit-s", "3", "--hook-timeout-s", "2",
+        ])
+        #expect(configuration.host == "0.0.0.0")
+        #expect(configuration.port == 0)
+        #expect(configuration.databasePath == "/tmp/x.sqlite")
+        #expect(configuration.debugEndpoints)
+        #expect(configuration.outboxInterval == .milliseconds(250))
+        #expect(configuration.lifecycle.maximumGracefulShutdownDuration == .seconds(3))
+        #expect(configuration.lifecycle.hookTimeout == .seconds(2))
+    }
+
+    @Test(arguments: [["--port", "x", "--database", "d"], ["--database"], [], ["--bogus"], ["--port", "-1"]])
+    func refusesBadArguments(arguments: [String]) {
+        #expect(throws: ConfigurationError.self) { try AppConfiguration(arguments: arguments) }
+    }
+}
