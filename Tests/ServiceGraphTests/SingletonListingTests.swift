@@ -100,14 +100,42 @@ struct SingletonListingTests {
         try await parent.shutdown()
     }
 
-    @Test func theListSurvivesShutdownAndAFailedBuildHasNone() async throws {
+    @Test func theListSurvivesShutdown() async throws {
         let graph = try await builder().build()
+        let before = graph.singletons(as: (any Runnable).self).map(\.key)
         try await graph.shutdown()
-        #expect(graph.singletons(as: (any Runnable).self).count == 3)
+        #expect(graph.singletons(as: (any Runnable).self).map(\.key) == before)
+        #expect(before.count == 3)
+    }
 
-        var failing = builder()
-        failing.override(WorkerKey.self, dependsOn: CacheKey.self) { _ in throw TestFailure("worker fails") }
-        await #expect(throws: ServiceGraphError.self) { try await failing.build() }
+    enum RunnersKey: ContributionKey { typealias Element = RunnableObject }
+
+    /// A child that contributes to a list its parent filled places the parent's elements under keys of
+    /// its own list: they are still the parent's instances, and not listed by the child.
+    @Test func aChildsListOfContributionsDoesNotListTheParentsElements() async throws {
+        var parentBuilder = ServiceGraph.Builder()
+        parentBuilder.contribute(RunnersKey.self, id: "parent") { RunnableObject("parent's") }
+        let parent = try await parentBuilder.build()
+        var childBuilder = parent.makeChildBuilder()
+        childBuilder.contribute(RunnersKey.self, id: "child") { RunnableObject("child's") }
+        let child = try await childBuilder.build()
+        #expect(child[RunnersKey.self].map(\.name) == ["parent's", "child's"])
+        #expect(child[RunnersKey.self][0] === parent[RunnersKey.self][0])
+        #expect(parent.singletons(as: RunnableObject.self).map(\.value.name) == ["parent's"])
+        #expect(child.singletons(as: RunnableObject.self).map(\.value.name) == ["child's"])
+        try await child.shutdown()
+        try await parent.shutdown()
+    }
+
+    @Test func anInstanceUnderTwoKeysIsListedUnderEach() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.provide(DatabaseKey.self) { RunnableObject("database") }
+        builder.provide(WorkerKey.self, dependsOn: DatabaseKey.self) { $0 }
+        let graph = try await builder.build()
+        let listed = graph.singletons(as: RunnableObject.self)
+        #expect(listed.map(\.key) == ["SingletonListingTests.DatabaseKey", "SingletonListingTests.WorkerKey"])
+        #expect(listed[0].value === listed[1].value)
+        try await graph.shutdown()
     }
 
     /// Many services in a random dependency order: each listed service comes after everything it

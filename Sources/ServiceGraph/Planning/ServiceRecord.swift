@@ -6,15 +6,15 @@ struct ServiceRecord: Sendable {
     /// The index into the graph's table of distinct file names; in the top bit whether an override
     /// replaced the original provider, in the next one whether the service is a scope's seed, in the
     /// next whether it is one of the two forms a synchronous closure registered
-    /// (``Registration/isPairedForm``), in the next whether a child graph took it over from its parent
-    /// (``Registration/isInherited``).
+    /// (``Registration/isPairedForm``), in the next whether it is a singleton whose instance is the parent
+    /// graph's (``Registration/borrowsParentInstance``).
     private let fileBits: UInt32
 
     private static let overrideBit: UInt32 = 1 << 31
     private static let seedBit: UInt32 = 1 << 30
     private static let pairedFormBit: UInt32 = 1 << 29
-    private static let inheritedBit: UInt32 = 1 << 28
-    private static let flagBits = overrideBit | seedBit | pairedFormBit | inheritedBit
+    private static let borrowedBit: UInt32 = 1 << 28
+    private static let flagBits = overrideBit | seedBit | pairedFormBit | borrowedBit
 
     init(
         line: UInt32,
@@ -22,13 +22,13 @@ struct ServiceRecord: Sendable {
         isOverride: Bool,
         isSeed: Bool,
         isPairedForm: Bool = false,
-        isInherited: Bool = false
+        borrowsParentInstance: Bool = false
     ) {
-        precondition(fileIndex < Self.inheritedBit, "too many registration files")
+        precondition(fileIndex < Self.borrowedBit, "too many registration files")
         self.line = line
         fileBits =
             fileIndex | (isOverride ? Self.overrideBit : 0) | (isSeed ? Self.seedBit : 0)
-            | (isPairedForm ? Self.pairedFormBit : 0) | (isInherited ? Self.inheritedBit : 0)
+            | (isPairedForm ? Self.pairedFormBit : 0) | (borrowsParentInstance ? Self.borrowedBit : 0)
     }
 
     var fileIndex: UInt32 { fileBits & ~Self.flagBits }
@@ -42,7 +42,7 @@ struct ServiceRecord: Sendable {
     /// registered.
     var isPairedForm: Bool { fileBits & Self.pairedFormBit != 0 }
 
-    /// Whether a child graph took the service over from its parent: for a singleton, the parent's own
-    /// instance, which the parent starts and stops.
-    var isInherited: Bool { fileBits & Self.inheritedBit != 0 }
+    /// Whether the service is a singleton whose instance is the parent graph's, which the parent starts
+    /// and stops.
+    var borrowsParentInstance: Bool { fileBits & Self.borrowedBit != 0 }
 }

@@ -29,6 +29,7 @@ extension Registration {
                 isOverride: false
             )
             registration.isInherited = true
+            registration.borrowsParentInstance = isSingleton
             registration.isSeed = core.isSeed(slot)
             registration.isPairedForm = service.isPairedForm
             if service.isPairedForm { registration.argumentFactoryForm = _ArgumentFactoryForm(of: key) }

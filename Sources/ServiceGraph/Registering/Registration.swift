@@ -14,6 +14,10 @@ struct Registration: Sendable {
     /// A provider a child graph took from its parent: a provider of the same key in the child
     /// replaces it (the child is searched first) instead of being a duplicate.
     var isInherited = false
+    /// A singleton whose instance is its parent graph's (``ServiceGraph/makeChildBuilder()``): the parent
+    /// starts and stops it. Kept when a child re-places a parent's contribution under a key of its own
+    /// list (``isInherited`` is then false).
+    var borrowsParentInstance = false
     /// A seed (see ``ServiceGraph/Builder/seed(_:fileID:line:)``): each scope is given its value when it
     /// is made; the factory only reports that it was not.
     var isSeed = false

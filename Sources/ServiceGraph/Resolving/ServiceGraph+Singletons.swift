@@ -11,12 +11,13 @@ extension ServiceGraph {
     /// ```
     ///
     /// A child graph lists its own singletons, not those it shares with its parent (the parent's list
-    /// has them). Singletons that only ``Lazy`` handles reach are created on first use, not by the build, and are
+    /// has them), even where the child's list of contributions holds the parent's elements. Each key is
+    /// listed: an instance provided under two keys is listed twice. Singletons that only ``Lazy`` handles reach are created on first use, not by the build, and are
     /// not listed. The list is read from the built graph without running a factory or a hook; after
     /// ``shutdown()`` it still lists the instances, which have been through their `willRemove`.
     public func singletons<Value>(as type: Value.Type = Value.self) -> [(key: String, value: Value)] {
         var found: [(key: String, value: Value)] = []
-        for slot in _core.creationOrder where !_core.records[slot].isInherited {
+        for slot in _core.creationOrder where !_core.records[slot].borrowsParentInstance {
             guard let instance = _core.createdSingleton(at: slot), let value = instance as? Value else { continue }
             found.append((key: _core.name(slot), value: value))
         }

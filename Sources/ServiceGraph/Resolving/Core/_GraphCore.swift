@@ -140,7 +140,7 @@ final class _GraphCore: @unchecked Sendable {
                     isOverride: plan.overridden[slot],
                     isSeed: isSeed,
                     isPairedForm: plan.providers[slot].isPairedForm,
-                    isInherited: plan.providers[slot].isInherited
+                    borrowsParentInstance: plan.providers[slot].borrowsParentInstance
                 )
             )
         }
