@@ -8,6 +8,7 @@
 #   Scripts/load-check.sh                        # release build, 5 rounds of 10 s per route
 #   ROUNDS=1 DURATION=1s CONFIGURATION=debug Scripts/load-check.sh   # a smoke run (CI)
 set -euo pipefail
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 
 configuration="${CONFIGURATION:-release}"
@@ -28,8 +29,9 @@ server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 port=""
 for _ in $(seq 1 600); do
-    port="$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/server.log" | head -1)"
+    port="$(sed -n 's/.*\] listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/server.log" | sed -n 1p)"
     [ -n "$port" ] && break
+    kill -0 "$server" 2>/dev/null || break
     sleep 0.1
 done
 [ -n "$port" ] || { cat "$work/server.log"; echo "error: the server did not start" >&2; exit 1; }
@@ -40,13 +42,18 @@ curl -sf -X POST "http://127.0.0.1:$port/signups" -H 'Content-Type: application/
 measure() {
     local output rps p99
     output="$(wrk -t "$threads" -c "$connections" -d "$duration" --latency "http://127.0.0.1:$port/load/$1/1")"
-    if grep -q "Non-2xx" <<<"$output"; then
+    if grep -qE "Non-2xx|Socket errors" <<<"$output"; then
         echo "error: /load/$1/1 answered with errors:" >&2
         echo "$output" >&2
         exit 1
     fi
     rps="$(awk '/^Requests\/sec:/ {print $2}' <<<"$output")"
     p99="$(awk '$1 == "99%" {print $2}' <<<"$output")"
+    if [ -z "$rps" ] || [ -z "$p99" ] || ! awk -v r="$rps" 'BEGIN { exit !(r > 0) }'; then
+        echo "error: no figures from wrk for /load/$1/1:" >&2
+        echo "$output" >&2
+        exit 1
+    fi
     # wrk prints latencies with a unit (us, ms, s): in milliseconds.
     p99="$(awk -v v="$p99" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /[^m]s$/) n *= 1000; printf "%.2f", n }')"
     echo "$rps $p99"
@@ -78,3 +85,4 @@ awk -v d="$direct_rps" -v s="$scoped_rps" \
 
 kill -TERM "$server"
 wait "$server"
+trap 'rm -rf "$work"' EXIT

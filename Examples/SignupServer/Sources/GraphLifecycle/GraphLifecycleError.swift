@@ -7,8 +7,9 @@ public struct GraphLifecycleError: Error, CustomStringConvertible, Sendable {
         case exitedEarly
         /// The service stopped before it said it was running (``RunningGate``).
         case stoppedBeforeRunning
-        /// A service it needs running (``NeedsRunningServices``) stopped before it was running.
-        case neededServiceStopped(String)
+        /// A service it needs running (``NeedsRunningServices``) stopped before it was running, for the
+        /// reason given.
+        indirect case neededServiceStopped(String, cause: GraphLifecycleError)
         /// A service it needs running did not say so within the readiness timeout.
         case neededServiceNotRunningInTime(String, Duration)
         /// It needs a service running that the group does not run, or starts after it.
@@ -24,8 +25,8 @@ public struct GraphLifecycleError: Error, CustomStringConvertible, Sendable {
         case .failed(let error): "\(service) failed: \(error)"
         case .exitedEarly: "\(service) stopped running before the service group was shut down"
         case .stoppedBeforeRunning: "\(service) stopped before it was running"
-        case .neededServiceStopped(let needed):
-            "\(service) needs \(needed) running, but \(needed) stopped before it was running"
+        case .neededServiceStopped(let needed, let cause):
+            "\(service) needs \(needed) running, but \(needed) stopped before it was running (\(cause))"
         case .neededServiceNotRunningInTime(let needed, let timeout):
             "\(service) needs \(needed) running, but \(needed) was not running after \(timeout)"
         case .needsServiceOutOfOrder(let needed):
@@ -42,4 +43,10 @@ public struct GraphServiceGroupFailure: Error, CustomStringConvertible, Sendable
     public var description: String {
         errors.map { "\($0)" }.joined(separator: "\n")
     }
+}
+
+/// ``GraphServiceGroup/run()`` was called again: a group runs its services once, and shuts its graph
+/// down once.
+public struct GraphServiceGroupMisuse: Error, CustomStringConvertible, Sendable {
+    public var description: String { "GraphServiceGroup.run() was already called: a group runs once" }
 }

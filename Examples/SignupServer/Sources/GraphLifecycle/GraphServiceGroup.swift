@@ -1,15 +1,18 @@
 import Logging
 import ServiceGraph
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// Runs a built graph's long-running services, and a server after them, in a swift-service-lifecycle
 /// `ServiceGroup`, in the graph's order, then shuts the graph down.
 ///
-/// - **Startup.** The graph's singletons that are `ServiceLifecycle.Service`s run in the order the
-///   build created them (``ServiceGraph/singletons(as:)``), each after what it depends on; the
-///   server runs last, once every service that reports it (``ReportsRunning``) is running. A service
-///   that needs others running (``NeedsRunningServices``) starts its `run()` only once they are.
+/// - **Startup.** The graph's singletons that are `ServiceLifecycle.Service`s are started in the order
+///   the build created them (``ServiceGraph/singletons(as:)``), each after what it depends on, and
+///   each instance once (an instance under two keys runs under the first). swift-service-lifecycle
+///   starts each in a task of its own without waiting for the previous one to be running: a service
+///   that needs others running (``NeedsRunningServices``) has its `run()` called only once they are
+///   (``ReportsRunning``). The server runs last, once every service that reports it is running.
 /// - **Shutdown.** On a signal (SIGTERM and SIGINT by default) or ``triggerGracefulShutdown()``,
 ///   the group shuts its services down in reverse: the server stops accepting first, then each
 ///   service finishes, each after everything that depends on it. Then `graph.shutdown()` runs the
@@ -17,9 +20,11 @@ import UnixSignals
 /// - **Failure.** A service that throws, or returns before the group is shut down, shuts the group
 ///   down gracefully, and ``run()`` throws an error naming the service by its key.
 /// - **Time limits.** The group's graceful-shutdown limit bounds how long the services take to
-///   finish; past it they are cancelled, and past the cancellation limit abandoned. Then each
-///   `willRemove` hook is bounded by the graph's `hookTimeout`. The worst case of a shutdown is the
-///   sum: set the graph's `hookTimeout` (see ``build(_:configuration:)``) along with these limits.
+///   finish; past it, swift-service-lifecycle cancels every service still running, all at once (so
+///   their order is lost). Then each `willRemove` hook, one after another, is bounded by the graph's
+///   `hookTimeout` (see ``build(_:configuration:)``): a hook that hangs is abandoned and reported by
+///   name. A shutdown's worst case is the graceful limit, plus how long the cancelled services take to
+///   return, plus one `hookTimeout` per service with a hook.
 public final class GraphServiceGroup: Sendable {
     public struct Configuration: Sendable {
         /// The signals that start a graceful shutdown.
@@ -27,9 +32,11 @@ public final class GraphServiceGroup: Sendable {
         /// How long the services may take to finish once a graceful shutdown starts before they are
         /// cancelled; nil waits forever.
         public var maximumGracefulShutdownDuration: Duration? = .seconds(20)
-        /// How long cancelled services may take to return before the group stops waiting; nil waits
-        /// forever.
-        public var maximumCancellationDuration: Duration? = .seconds(5)
+        /// How long cancelled services may take to return; nil (the default) waits for them. Past this
+        /// limit swift-service-lifecycle ends the process with a `fatalError`, without running the
+        /// graph's `willRemove` hooks: set it only to have a supervisor restart a server whose service
+        /// ignores cancellation.
+        public var maximumCancellationDuration: Duration?
         /// How long a service waits for those it needs running (and the server for every service that
         /// reports it); nil waits forever.
         public var readinessTimeout: Duration? = .seconds(30)
@@ -45,6 +52,11 @@ public final class GraphServiceGroup: Sendable {
     public let serviceNames: [String]
     private let group: ServiceGroup
     private let logger: Logger
+    /// The services' own failures, first first: what ``run()`` reports, rather than a failure's
+    /// consequences in the services that needed the one that failed.
+    private let failures = FailureLog()
+    /// Whether ``run()`` was called: a group runs once.
+    private let hasRun = Atomic(false)
 
     /// Builds the graph from `builder`, with the configuration's `hookTimeout` when the builder sets
     /// none. A failed build has released what it created, so nothing is left running.
@@ -69,7 +81,16 @@ public final class GraphServiceGroup: Sendable {
     ) throws(GraphLifecycleError) {
         self.graph = graph
         self.logger = logger
-        let services = graph.singletons(as: (any Service).self)
+        // Each instance once, under the first key that holds it (an alias key, or the server itself
+        // provided in the graph, would otherwise run it twice).
+        var seen: Set<ObjectIdentifier> = []
+        if let server, type(of: server.service) is AnyClass {
+            seen.insert(ObjectIdentifier(server.service as AnyObject))
+        }
+        let services = graph.singletons(as: (any Service).self).filter { _, service in
+            guard type(of: service) is AnyClass else { return true }
+            return seen.insert(ObjectIdentifier(service as AnyObject)).inserted
+        }
         var names: [ObjectIdentifier: String] = [:]
         for (name, service) in services {
             if let reporter = service as? any ReportsRunning { names[ObjectIdentifier(reporter.running)] = name }
@@ -96,6 +117,7 @@ public final class GraphServiceGroup: Sendable {
                     started: started,
                     needs: needs,
                     readinessTimeout: configuration.readinessTimeout,
+                    failures: failures,
                     logger: logger
                 )
             )
@@ -110,6 +132,7 @@ public final class GraphServiceGroup: Sendable {
                     started: RunningGate(),
                     needs: Array(gates.values).sorted { $0.name < $1.name },
                     readinessTimeout: configuration.readinessTimeout,
+                    failures: failures,
                     logger: logger
                 )
             )
@@ -136,16 +159,22 @@ public final class GraphServiceGroup: Sendable {
     /// down, then shuts the graph down (every `willRemove`, in reverse dependency order), even when the
     /// group failed.
     ///
+    /// A group runs once: a second call throws ``GraphServiceGroupMisuse`` and touches nothing (the
+    /// graph is not shut down under the services of the first).
+    ///
     /// - Throws: ``GraphServiceGroupFailure`` with the group's error (a ``GraphLifecycleError`` naming
     ///   the service) and the graph shutdown's, when either failed.
     public func run() async throws {
+        guard !hasRun.exchange(true, ordering: .relaxed) else { throw GraphServiceGroupMisuse() }
         logger.info("starting services", metadata: ["services": "\(serviceNames.joined(separator: ", "))"])
         var errors: [any Error] = []
         do {
             try await group.run()
         } catch {
-            logger.error("service group stopped: \(error)")
-            errors.append(error)
+            // The first service to fail, not one that stopped because it needed that one.
+            let causes = failures.all
+            errors += causes.isEmpty ? [error] : causes
+            logger.error("service group stopped: \(errors.map { "\($0)" }.joined(separator: "; "))")
         }
         logger.info("services stopped; shutting down the graph")
         do {
@@ -182,16 +211,27 @@ struct ManagedService: Service, CustomStringConvertible {
     let started: RunningGate
     let needs: [NeededService]
     let readinessTimeout: Duration?
+    let failures: FailureLog
     let logger: Logger
 
     var description: String { name }
 
     func run() async throws {
-        defer {
-            let stopped = GraphLifecycleError(service: name, reason: .stoppedBeforeRunning)
+        do {
+            try await runInOrder()
+        } catch {
+            // Those waiting for it to start or to run learn why it did not.
+            let stopped = (error as? GraphLifecycleError) ?? GraphLifecycleError(service: name, reason: .failed(error))
             started.markStopped(stopped)
             gate?.markStopped(stopped)
+            throw error
         }
+        let stopped = GraphLifecycleError(service: name, reason: .stoppedBeforeRunning)
+        started.markStopped(stopped)
+        gate?.markStopped(stopped)
+    }
+
+    private func runInOrder() async throws {
         for needed in needs {
             do {
                 try await cancelWhenGracefulShutdown { try await waitUntilRunning(needed) }
@@ -209,11 +249,11 @@ struct ManagedService: Service, CustomStringConvertible {
             // Stopped by the shutdown (cancelled past the graceful limit, or told to stop).
         } catch {
             logger.info("failed: \(name): \(error)")
-            throw GraphLifecycleError(service: name, reason: .failed(error))
+            throw failures.record(GraphLifecycleError(service: name, reason: .failed(error)))
         }
         guard Task.isShuttingDownGracefully || Task.isCancelled else {
             logger.info("exited early: \(name)")
-            throw GraphLifecycleError(service: name, reason: .exitedEarly)
+            throw failures.record(GraphLifecycleError(service: name, reason: .exitedEarly))
         }
         logger.info("stopped: \(name)")
     }
@@ -229,16 +269,31 @@ struct ManagedService: Service, CustomStringConvertible {
                 group.addTask { try await needed.running.waitUntilRunning() }
                 group.addTask {
                     try await Task.sleep(for: readinessTimeout)
-                    throw GraphLifecycleError(
-                        service: name,
-                        reason: .neededServiceNotRunningInTime(needed.name, readinessTimeout)
+                    throw failures.record(
+                        GraphLifecycleError(
+                            service: name,
+                            reason: .neededServiceNotRunningInTime(needed.name, readinessTimeout)
+                        )
                     )
                 }
                 defer { group.cancelAll() }
                 try await group.next()
             }
         } catch let error as GraphLifecycleError where error.service == needed.name {
-            throw GraphLifecycleError(service: name, reason: .neededServiceStopped(needed.name))
+            throw GraphLifecycleError(service: name, reason: .neededServiceStopped(needed.name, cause: error))
         }
     }
+}
+
+/// The failures of a group's services, in the order they happened.
+final class FailureLog: Sendable {
+    private let failures = Mutex<[GraphLifecycleError]>([])
+
+    /// Records `failure` and returns it, to be thrown.
+    func record(_ failure: GraphLifecycleError) -> GraphLifecycleError {
+        failures.withLock { $0.append(failure) }
+        return failure
+    }
+
+    var all: [GraphLifecycleError] { failures.withLock { $0 } }
 }

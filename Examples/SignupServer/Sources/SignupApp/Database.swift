@@ -56,14 +56,14 @@ public final class Database: ReportsRunning, LifecycleHooks {
 
     public func run() async throws {
         try await migrate()
-        running.markRunning()
         logger.info("database: running")
+        running.markRunning()
         try? await gracefulShutdown()
         logger.info("database: stopped")
     }
 
     public func willRemove() async throws {
-        try await connection.close()
+        try await lock.withLock { try await connection.close() }
         logger.info("database: closed \(path)")
     }
 
@@ -86,9 +86,19 @@ public final class Database: ReportsRunning, LifecycleHooks {
                 _ = try await connection.query("COMMIT")
                 return result
             } catch {
-                _ = try? await connection.query("ROLLBACK")
+                await rollBack(connection)
                 throw error
             }
+        }
+    }
+
+    /// Rolls back the transaction under way. A rollback that fails leaves the connection in the
+    /// transaction, where every later `BEGIN` fails: worth a loud log line.
+    private func rollBack(_ connection: SQLiteConnection) async {
+        do {
+            _ = try await connection.query("ROLLBACK")
+        } catch {
+            logger.critical("database: ROLLBACK failed: \(error)")
         }
     }
 
@@ -106,6 +116,15 @@ public final class Database: ReportsRunning, LifecycleHooks {
             for migration in migrations where !applied.contains(migration.id) {
                 _ = try await connection.query("BEGIN IMMEDIATE")
                 do {
+                    // Checked again in the transaction: another process may have applied it meanwhile.
+                    let done = try await connection.query(
+                        "SELECT 1 FROM schema_migrations WHERE id = ?",
+                        [.text(migration.id)]
+                    )
+                    if !done.isEmpty {
+                        _ = try await connection.query("COMMIT")
+                        continue
+                    }
                     for statement in migration.statements { _ = try await connection.query(statement) }
                     _ = try await connection.query(
                         "INSERT INTO schema_migrations (id, applied_at) VALUES (?, datetime('now'))",
@@ -113,7 +132,7 @@ public final class Database: ReportsRunning, LifecycleHooks {
                     )
                     _ = try await connection.query("COMMIT")
                 } catch {
-                    _ = try? await connection.query("ROLLBACK")
+                    await rollBack(connection)
                     throw MigrationError(id: migration.id, reason: "\(error)")
                 }
                 logger.info("database: applied migration \(migration.id)")
@@ -135,42 +154,59 @@ public struct MigrationError: Error, CustomStringConvertible {
 }
 
 /// A first-come, first-served lock for async code: SQLite runs one statement sequence at a time on a
-/// connection, and a transaction's statements must not interleave with another's.
+/// connection, and a transaction's statements must not interleave with another's. A task cancelled
+/// while it waits leaves the queue with a `CancellationError` and runs nothing.
 final class AsyncLock: Sendable {
     private struct State {
         var isLocked = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var nextWaiter: UInt64 = 0
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     }
 
     private let state = Mutex(State())
 
     func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        await lock()
+        try await lock()
         defer { unlock() }
         return try await body()
     }
 
-    private func lock() async {
-        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            let acquired = state.withLock { state in
-                if !state.isLocked {
-                    state.isLocked = true
-                    return true
+    private func lock() async throws {
+        try Task.checkCancellation()
+        let id = state.withLock { state in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if !state.isLocked {
+                        state.isLocked = true
+                        return .success(())
+                    }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.waiters.append((id, waiter))
+                    return nil
                 }
-                state.waiters.append(waiter)
-                return false
+                if let outcome { waiter.resume(with: outcome) }
             }
-            if acquired { waiter.resume() }
+        } onCancel: {
+            // Only a waiter still queued is resumed here: one `unlock` already handed the lock to owns it.
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            waiter?.resume(throwing: CancellationError())
         }
     }
 
     private func unlock() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             if state.waiters.isEmpty {
                 state.isLocked = false
                 return nil
             }
-            return state.waiters.removeFirst()
+            return state.waiters.removeFirst().continuation
         }
         next?.resume()
     }

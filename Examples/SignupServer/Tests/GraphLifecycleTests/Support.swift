@@ -76,8 +76,9 @@ final class FakeService: NeedsRunningServices, ReportsRunning, LifecycleHooks {
         if let failure = behaviour.fails { throw Failure(failure) }
         if behaviour.exitsEarly { return }
         if behaviour.reportsRunning {
-            running.markRunning()
+            // Journaled first: marking it running lets its dependents go on at once.
             journal.record("running \(name)")
+            running.markRunning()
         }
         if behaviour.ignoresGracefulShutdown {
             try await Task.sleep(for: .seconds(3600))

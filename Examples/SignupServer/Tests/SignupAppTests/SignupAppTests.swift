@@ -198,7 +198,19 @@ struct DatabaseTests {
         let path = temporaryDatabasePath()
         defer { try? FileManager.default.removeItem(atPath: path) }
         try await withRunningDatabase(path: path) { graph in
+            let database = graph[DatabaseKey.self]
+            // A transaction that inserts, then fails: neither its row nor anything after it is kept.
+            await #expect(throws: SignupError.missingName) {
+                try await database.transaction { connection in
+                    _ = try await connection.query(
+                        "INSERT INTO signups (email, name, created_at) VALUES ('gone@example.org', 'G', 'now')"
+                    )
+                    throw SignupError.missingName
+                }
+            }
             let repository = graph[SignupRepositoryKey.self]
+            #expect(try await repository.all().isEmpty)
+            // The connection is usable again after the rollback.
             _ = try await repository.create(email: "ann@example.org", name: "Ann")
             await #expect(throws: SignupError.alreadySignedUp("ann@example.org")) {
                 try await repository.create(email: "ann@example.org", name: "Ann again")
@@ -212,6 +224,40 @@ struct DatabaseTests {
             }
             let count = try await repository.all().count
             #expect(count == 51)
+        }
+    }
+
+    /// A task cancelled while it waits for the connection leaves the queue and runs nothing; the
+    /// others go on.
+    @Test func aCancelledWaiterRunsNothing() async throws {
+        let path = temporaryDatabasePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try await withRunningDatabase(path: path) { graph in
+            let database = graph[DatabaseKey.self]
+            let holding = AsyncStream<Void>.makeStream()
+            let release = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await database.withConnection { _ in
+                    holding.continuation.yield()
+                    for await _ in release.stream { break }
+                }
+            }
+            for await _ in holding.stream { break }
+            let ran = Mutex(false)
+            let waiter = Task {
+                try await database.withConnection { connection in
+                    ran.withLock { $0 = true }
+                    _ = try await connection.query("SELECT 1")
+                }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            waiter.cancel()
+            await #expect(throws: CancellationError.self) { try await waiter.value }
+            release.continuation.yield()
+            try await holder.value
+            #expect(!ran.withLock { $0 })
+            let rows = try await database.withConnection { try await $0.query("SELECT 1 AS one") }
+            #expect(rows.count == 1)
         }
     }
 

@@ -87,7 +87,7 @@ struct EndToEndTests {
         #expect(log.contains("SignupRepositoryKey → DatabaseKey"), "\(log)")
         // Nothing started: no service ran, the server never listened.
         #expect(!log.contains("started:") && !log.contains("listening on"), "\(log)")
-        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(!log.contains("database: opened"), "\(log)")
     }
 
     @Test func debugEndpointsAreOffUnlessEnabledAndSIGINTAlsoShutsDownCleanly() async throws {

@@ -30,15 +30,19 @@ final class ServerProcess: Sendable {
         let pipe = Pipe()
         process.standardError = pipe
         process.standardOutput = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
-            output.append(String(decoding: data, as: UTF8.self))
-        }
         try process.run()
+        // Only the child writes: without the parent's copy of the write end, its exit ends the output.
+        try pipe.fileHandleForWriting.close()
+        let reading = pipe.fileHandleForReading
+        let output = self.output
+        Thread.detachNewThread {
+            while true {
+                let data = reading.availableData
+                if data.isEmpty { break }
+                output.append(String(decoding: data, as: UTF8.self))
+            }
+            output.finish()
+        }
     }
 
     /// Everything the server logged so far.
@@ -59,7 +63,8 @@ final class ServerProcess: Sendable {
             if let match = log.firstMatch(of: regex) {
                 return match.output.count > 1 ? String(describing: match.output[1].substring ?? "") : ""
             }
-            guard process.isRunning, ContinuousClock.now < deadline else {
+            // Once the process has exited and its output is all read, the log is complete.
+            guard !output.isFinished, ContinuousClock.now < deadline else {
                 throw ServerError("no log line matched \(pattern); the log:\n\(log)")
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -69,16 +74,14 @@ final class ServerProcess: Sendable {
     /// Waits for the process to exit and returns its status; fails after `limit` (and kills it).
     func waitForExit(limit: Duration = .seconds(60)) async throws -> Int32 {
         let deadline = ContinuousClock.now + limit
-        while process.isRunning {
+        // The output ends when the process (the only writer) has exited.
+        while process.isRunning || !output.isFinished {
             guard ContinuousClock.now < deadline else {
-                process.interrupt()
                 kill(process.processIdentifier, SIGKILL)
                 throw ServerError("the server did not exit within \(limit); the log:\n\(log)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        // Let the last of the output arrive.
-        try await Task.sleep(for: .milliseconds(100))
         return process.terminationStatus
     }
 
@@ -93,11 +96,16 @@ final class ServerProcess: Sendable {
 
 /// What the server wrote, appended from the pipe's reading thread.
 final class LogBuffer: Sendable {
-    private let buffer = Mutex("")
+    private let buffer = Mutex((text: "", isFinished: false))
 
-    func append(_ text: String) { buffer.withLock { $0 += text } }
+    func append(_ text: String) { buffer.withLock { $0.text += text } }
 
-    var text: String { buffer.withLock { $0 } }
+    /// Marks the end of the output (the pipe's end of file).
+    func finish() { buffer.withLock { $0.isFinished = true } }
+
+    var text: String { buffer.withLock { $0.text } }
+
+    var isFinished: Bool { buffer.withLock { $0.isFinished } }
 }
 
 struct ServerError: Error, CustomStringConvertible {
