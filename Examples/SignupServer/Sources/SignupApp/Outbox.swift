@@ -73,28 +73,43 @@ public final class OutboxWorker: NeedsRunningServices, Sendable {
     public func run() async throws {
         logger.info("outbox: running")
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            try await sendQueued()
+            await sendQueued()
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
         }
         // A last pass, so that what was queued before the server stopped accepting is sent.
-        try await sendQueued()
+        if !Task.isCancelled { await sendQueued() }
         logger.info("outbox: stopped")
     }
 
-    /// Sends every queued mail, marking each sent as it goes.
-    func sendQueued() async throws {
-        let queued = try await database.withConnection { connection in
-            try await connection.query(
-                "SELECT id, address, subject, body FROM outbox WHERE sent_at IS NULL ORDER BY id"
-            )
+    /// Sends every queued mail, marking each sent as it goes. A mail that fails to send stays queued
+    /// for the next pass, and a pass that fails is logged: an outbox rides out a mail server or a
+    /// database being unavailable for a while rather than bringing the server down.
+    public func sendQueued() async {
+        let queued: [SQLiteRow]
+        do {
+            queued = try await database.withConnection { connection in
+                try await connection.query(
+                    "SELECT id, address, subject, body FROM outbox WHERE sent_at IS NULL ORDER BY id"
+                )
+            }
+        } catch {
+            logger.error("outbox: cannot read the queue: \(error)")
+            return
         }
         for row in queued {
             guard let id = row.column("id")?.integer, let address = row.column("address")?.string,
                 let subject = row.column("subject")?.string, let body = row.column("body")?.string
             else { continue }
-            try await sender.send(to: address, subject: subject, body: body)
-            _ = try await database.withConnection { connection in
-                try await connection.query("UPDATE outbox SET sent_at = datetime('now') WHERE id = ?", [.integer(id)])
+            do {
+                try await sender.send(to: address, subject: subject, body: body)
+                _ = try await database.withConnection { connection in
+                    try await connection.query(
+                        "UPDATE outbox SET sent_at = datetime('now') WHERE id = ?",
+                        [.integer(id)]
+                    )
+                }
+            } catch {
+                logger.error("outbox: mail #\(id) to \(address) stays queued: \(error)")
             }
         }
     }

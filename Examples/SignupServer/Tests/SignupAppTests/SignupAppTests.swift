@@ -296,3 +296,52 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationError.self) { try AppConfiguration(arguments: arguments) }
     }
 }
+
+/// A mail sender that fails its first `failures` mails.
+final class FlakyMailSender: MailSender {
+    private let state: Mutex<(failuresLeft: Int, sent: [String])>
+
+    init(failures: Int) {
+        state = Mutex((failures, []))
+    }
+
+    func send(to address: String, subject: String, body: String) async throws {
+        try state.withLock { state in
+            if state.failuresLeft > 0 {
+                state.failuresLeft -= 1
+                throw SignupError.invalidEmail("mail server down")
+            }
+            state.sent.append(address)
+        }
+    }
+
+    var sent: [String] { state.withLock { $0.sent } }
+}
+
+@Suite("The outbox rides out a failing mail server")
+struct OutboxTests {
+    @Test func aMailThatFailsStaysQueuedAndIsSentOnALaterPass() async throws {
+        let path = temporaryDatabasePath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sender = FlakyMailSender(failures: 2)
+        var builder = makeAppBuilder(configuration: AppConfiguration(databasePath: path), logger: quietLogger)
+        builder.override(MailSenderKey.self) { sender }
+        let graph = try await builder.build()
+        let database = graph[DatabaseKey.self]
+        let migration = Task { try await database.run() }
+        try await database.running.waitUntilRunning()
+        _ = try await graph[SignupRepositoryKey.self].create(email: "ann@example.org", name: "Ann")
+        let outbox = graph[OutboxWorkerKey.self]
+        // Two passes fail (the sender throws), neither throws out of the worker; the third sends.
+        await outbox.sendQueued()
+        await outbox.sendQueued()
+        #expect(sender.sent.isEmpty)
+        await outbox.sendQueued()
+        #expect(sender.sent == ["ann@example.org"])
+        await outbox.sendQueued()
+        #expect(sender.sent == ["ann@example.org"])
+        migration.cancel()
+        _ = try? await migration.value
+        try await graph.shutdown()
+    }
+}
