@@ -30,14 +30,17 @@ public final class ServiceScope: Sendable {
 
     private enum LookupStep {
         case ready
-        case wait(Task<Void, any Error>)
+        case wait(Creation)
+        /// This call creates the instance, in its own task.
+        case create(InlineCreation)
         case closed
     }
 
     private struct State {
-        /// The instances being made, by slot. A task publishes its instance in ``_GraphCore/ScopeCells`` and
-        /// leaves this list at once, so it holds no instance itself once done.
-        var creating: [Int: Task<Void, any Error>] = [:]
+        /// The instances being made, by slot. A creation publishes its instance in
+        /// ``_GraphCore/ScopeCells`` and leaves this list at once, so it holds no instance itself once
+        /// done.
+        var creating: [Int: Creation] = [:]
         /// Created instances in creation order; those with hooks must get `willRemove`.
         var created: [(slot: Int, hooks: InstanceHooks?)] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
@@ -334,18 +337,34 @@ public final class ServiceScope: Sendable {
             if state.closing.hasStarted { return .closed }
             // Created since the first look.
             if instances.box(at: slot) != nil { return .ready }
-            if let task = state.creating[slot] { return .wait(task) }
+            if let creation = state.creating[slot] { return .wait(creation) }
+            // A synchronous factory is run by the first resolve, in its own task: no task to start and
+            // switch to (most of a request scope's cost). Nothing in it can be cut short by the caller's
+            // cancellation but the `didAdd` hook, which runs in a task of its own (``addInline(_:_:to:)``).
+            if _core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
+                let creation = InlineCreation()
+                state.creating[slot] = .inline(creation)
+                return .create(creation)
+            }
             let task = UnretainingTask.start { try await self.create(slot) }
-            state.creating[slot] = task
-            return .wait(task)
+            state.creating[slot] = .task(task)
+            return .wait(.task(task))
         }
         switch step {
         case .ready:
             break
-        case .wait(let task):
+        case .create(let creation):
+            do {
+                try await create(slot, inline: true)
+            } catch {
+                creation.finish(throwing: error)
+                throw error
+            }
+            creation.finish(throwing: nil)
+        case .wait(let creation):
             // Being made by this task (or the one that asked for it): waiting would never end.
             if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
-            try await task.value
+            try await creation.wait()
         case .closed:
             throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
         }
@@ -359,13 +378,17 @@ public final class ServiceScope: Sendable {
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
     /// resolve can try again. Runs in its own entry of the ``_ResolutionTrail``, so that a factory or hook
     /// asking this scope for the instance again fails instead of waiting for itself.
-    private func create(_ slot: Int) async throws {
+    ///
+    /// Inline (in the resolving task rather than one of its own), the `didAdd` hook runs in a task of
+    /// its own, so that cancelling the resolve does not cancel the hook of an instance other resolves may
+    /// be waiting for.
+    private nonisolated(nonsending) func create(_ slot: Int, inline: Bool = false) async throws {
         try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
-            try await makeAndAdd(slot)
+            try await makeAndAdd(slot, inline: inline)
         }
     }
 
-    private func makeAndAdd(_ slot: Int) async throws {
+    private nonisolated(nonsending) func makeAndAdd(_ slot: Int, inline: Bool) async throws {
         let factory = _core.serviceFactory(at: slot)
         let box: _AnyBox
         let clock = ContinuousClock()
@@ -389,7 +412,12 @@ public final class ServiceScope: Sendable {
         let hooks = factory.claimedHooks(of: box, in: _core.hookClaims)
         if let hooks {
             do {
-                try await Lifecycle.didAdd(hooks, of: slot, in: _core)
+                if inline {
+                    let core = _core
+                    try await UnretainingTask.start { try await Lifecycle.didAdd(hooks, of: slot, in: core) }.value
+                } else {
+                    try await Lifecycle.didAdd(hooks, of: slot, in: _core)
+                }
             } catch {
                 _core.hookClaims.giveBack(hooks)
                 state.withLock { _ = $0.creating.removeValue(forKey: slot) }
@@ -428,7 +456,7 @@ public final class ServiceScope: Sendable {
     /// `waitingForAnother`, only after that close finished.
     private func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
         enum Role {
-            case close([Task<Void, any Error>], [WeakReference<ServiceScope>])
+            case close([Creation], [WeakReference<ServiceScope>])
             case wait
             case done
         }
@@ -459,8 +487,8 @@ public final class ServiceScope: Sendable {
             await waitForChildren()
             resolves.close()
             await resolves.drained()
-            for task in pending {
-                _ = try? await task.value
+            for creation in pending {
+                _ = try? await creation.wait()
             }
             let (created, callerSeedClaims) = state.withLock { state in
                 defer {
@@ -655,5 +683,63 @@ private final class DroppedScope: Sendable {
             return boxes
         }
         while !boxes.isEmpty { boxes.removeLast() }
+    }
+}
+
+/// A scoped instance being created, for the resolves that ask for it meanwhile and for the scope's
+/// close to wait on.
+enum Creation: Sendable {
+    /// Created in a task of its own: an asynchronous factory, which the first resolve's cancellation
+    /// must not cut short for the others.
+    case task(Task<Void, any Error>)
+    /// Created by the first resolve, in its own task: a synchronous factory.
+    case inline(InlineCreation)
+
+    /// Waits until the creation has ended (not cancellable, as `Task.value` is not).
+    ///
+    /// - Throws: The creation's error.
+    func wait() async throws {
+        switch self {
+        case .task(let task): try await task.value
+        case .inline(let creation): try await creation.wait()
+        }
+    }
+}
+
+/// The end of a creation run by a resolve in its own task, for others to wait on.
+final class InlineCreation: Sendable {
+    private enum State {
+        case running([CheckedContinuation<Void, any Error>])
+        case finished((any Error)?)
+    }
+
+    private let state = Locked(State.running([]))
+
+    /// Ends the creation, with its error or none, and resumes those waiting.
+    func finish(throwing error: (any Error)?) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard case .running(let waiters) = state else { return [] }
+            state = .finished(error)
+            return waiters
+        }
+        for waiter in waiters {
+            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+        }
+    }
+
+    func wait() async throws {
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+            let finished = state.withLock { state -> (any Error)?? in
+                switch state {
+                case .finished(let error): return .some(error)
+                case .running(var waiters):
+                    waiters.append(waiter)
+                    state = .running(waiters)
+                    return .none
+                }
+            }
+            guard let finished else { return }
+            if let error = finished { waiter.resume(throwing: error) } else { waiter.resume() }
+        }
     }
 }
