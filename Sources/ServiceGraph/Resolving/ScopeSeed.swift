@@ -67,7 +67,7 @@ extension _GraphCore {
     /// - Throws: Every key missing, given twice or not a seed, at once, before anything is made.
     func placedSeeds(_ seeds: [ScopeSeed], kind: UInt16 = 0) throws(ServiceGraphError) -> [PlacedSeed] {
         if seeds.isEmpty && seedSlots.isEmpty { return [] }
-        let seedSlots = slotScopeKinds == nil ? seedSlots : seedSlots.filter { scopeKindIndex(of: $0) == kind }
+        let seedSlots = seedSlotsByKind?[Int(kind)] ?? seedSlots
         // Indexed by position in `seedSlots` (sorted): a scope costs its seeds, not the graph's size.
         var given: [ScopeSeed?] = Array(repeating: nil, count: seedSlots.count)
         var problems: [ServiceGraphError.Problem] = []
@@ -87,10 +87,11 @@ extension _GraphCore {
                 )
                 continue
             }
-            let name = self.name(slot)
             guard let position = Self.position(of: slot, in: seedSlots) else {
                 if Self.position(of: slot, in: replacedSeedSlots) != nil { continue }
                 guard reported.insert(ObjectIdentifier(seed.key)).inserted else { continue }
+                // Names only for problems: the first name asked for makes the graph's table of names.
+                let name = self.name(slot)
                 if isSeed(slot) {
                     let (own, other) = (scopeKinds[Int(kind)], scopeKind(of: slot))
                     problems.append(
@@ -117,6 +118,7 @@ extension _GraphCore {
             }
             guard given[position] == nil else {
                 guard reported.insert(ObjectIdentifier(seed.key)).inserted else { continue }
+                let name = self.name(slot)
                 problems.append(
                     .init(.duplicateSeed, key: name, site: site(slot), message: "\(name) was given to a scope twice")
                 )

@@ -399,9 +399,11 @@ public final class ServiceScope: Sendable {
             } else {
                 box = try await _core.makeBox(at: slot, in: self)
             }
-            _core.events.send(
-                ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: clock.now))
-            )
+            if _core.events.isEnabled {
+                _core.events.send(
+                    ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: clock.now))
+                )
+            }
         } catch let timeout as FactoryTimedOut {
             state.withLock { _ = $0.creating.removeValue(forKey: slot) }
             throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))

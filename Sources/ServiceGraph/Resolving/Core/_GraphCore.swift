@@ -28,6 +28,9 @@ final class _GraphCore: @unchecked Sendable {
     let files: [StaticString]
     /// The slots of the seeds, in slot order: the values every scope must be given.
     let seedSlots: [Int]
+    /// Per kind of scope (an index into ``scopeKinds``), the slots of its seeds, in slot order; nil when
+    /// the graph names no kind but the default (``seedSlots`` then serves).
+    let seedSlotsByKind: [[Int]]?
     /// The slots of seeds a provider replaced, in order: a value a scope is given for one is ignored.
     let replacedSeedSlots: [Int]
     /// The kind of each edge, parallel to the dependency slots; nil when every edge is direct.
@@ -152,6 +155,13 @@ final class _GraphCore: @unchecked Sendable {
         self.modules = modules
         self.slotModules = modules.count > 1 ? plan.providers.indices.map { plan.providers[$0].module } : nil
         self.slotScopeKinds = plan.slotScopeKinds
+        if let kinds = plan.slotScopeKinds {
+            var byKind = Array(repeating: [Int](), count: plan.scopeKinds.count)
+            for slot in seedSlots { byKind[Int(kinds[slot])].append(slot) }
+            seedSlotsByKind = byKind
+        } else {
+            seedSlotsByKind = nil
+        }
         self.edgeKinds = plan.edgeKinds
         self.absentOptionals = plan.absentOptionals
         var declaredDependencies: [Int: _DependencyKeys] = [:]
