@@ -287,7 +287,7 @@ struct ManagedService: Service, CustomStringConvertible {
 
 /// The failures of a group's services, in the order they happened.
 final class FailureLog: Sendable {
-    private let failures = Mutex<[GraphLifecycleError]>([])
+    private let failures = Locked<[GraphLifecycleError]>([])
 
     /// Records `failure` and returns it, to be thrown.
     func record(_ failure: GraphLifecycleError) -> GraphLifecycleError {

@@ -14,7 +14,7 @@ public final class RunningGate: Sendable {
         case stopped(any Error)
     }
 
-    private let state = Mutex<(state: State, nextWaiter: UInt64)>((.waiting([:]), 0))
+    private let state = Locked<(state: State, nextWaiter: UInt64)>((.waiting([:]), 0))
 
     public init() {}
 

@@ -163,7 +163,7 @@ final class AsyncLock: Sendable {
         var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func withLock<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await lock()

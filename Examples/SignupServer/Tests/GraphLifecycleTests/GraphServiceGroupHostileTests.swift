@@ -69,7 +69,7 @@ private func waitUntil(
 
 /// Holds the group for a service that needs to reach it from its own `run()`.
 private final class GroupBox: Sendable {
-    private let stored = Mutex<GraphServiceGroup?>(nil)
+    private let stored = Locked<GraphServiceGroup?>(nil)
     var group: GraphServiceGroup? {
         get { stored.withLock { $0 } }
         set { stored.withLock { $0 = newValue } }

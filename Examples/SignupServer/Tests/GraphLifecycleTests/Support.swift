@@ -7,7 +7,7 @@ import Testing
 
 /// What happened, in order, across the services of one test.
 final class Journal: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
 
     func record(_ entry: String) { entries.withLock { $0.append(entry) } }
 

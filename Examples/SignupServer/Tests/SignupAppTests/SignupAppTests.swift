@@ -10,7 +10,7 @@ import Testing
 
 /// Sign-ups kept in memory: the repository a unit test puts in the graph in place of SQLite.
 final class InMemorySignupRepository: SignupRepository {
-    private let signups = Mutex<[Signup]>([])
+    private let signups = Locked<[Signup]>([])
 
     func create(email: String, name: String) async throws -> Signup {
         try signups.withLock { signups in
@@ -28,7 +28,7 @@ final class InMemorySignupRepository: SignupRepository {
 
 /// Mails sent, kept for the test to read.
 final class RecordingMailSender: MailSender {
-    private let sent = Mutex<[String]>([])
+    private let sent = Locked<[String]>([])
 
     func send(to address: String, subject: String, body: String) async throws {
         sent.withLock { $0.append("\(address): \(subject)") }
@@ -243,7 +243,7 @@ struct DatabaseTests {
                 }
             }
             for await _ in holding.stream { break }
-            let ran = Mutex(false)
+            let ran = Locked(false)
             let waiter = Task {
                 try await database.withConnection { connection in
                     ran.withLock { $0 = true }
@@ -299,10 +299,10 @@ struct ConfigurationTests {
 
 /// A mail sender that fails its first `failures` mails.
 final class FlakyMailSender: MailSender {
-    private let state: Mutex<(failuresLeft: Int, sent: [String])>
+    private let state: Locked<(failuresLeft: Int, sent: [String])>
 
     init(failures: Int) {
-        state = Mutex((failures, []))
+        state = Locked((failures, []))
     }
 
     func send(to address: String, subject: String, body: String) async throws {
