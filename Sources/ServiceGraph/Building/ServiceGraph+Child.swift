@@ -25,6 +25,7 @@ extension ServiceGraph {
         builder.factoryTimeout = core.factoryTimeout
         builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
+        builder.eventKinds = core.events.kinds
         var registrations = RegistrationList(
             (0..<core.count).lazy.map { Registration(inheritedFrom: self, at: $0) }
         )

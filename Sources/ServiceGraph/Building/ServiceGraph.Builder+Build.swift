@@ -41,8 +41,8 @@ extension ServiceGraph.Builder {
             hookTimeout: hookTimeout,
             factoryTimeout: factoryTimeout,
             parentClaims: parent?.core.hookClaims,
-            events: EventSink(handler: eventHandler),
-            reportsResolves: reportsResolveEvents && eventHandler != nil
+            events: EventSink(handler: eventHandler, kinds: eventKinds),
+            reportsResolves: reportsResolveEvents && eventHandler != nil && eventKinds.contains(.resolved)
         )
         var build = SingletonBuild(plan: plan, core: core)
         let outcome = await build.run()

@@ -342,7 +342,7 @@ struct SingletonBuild {
     /// Records a ready service and makes its dependents ready when it was their last dependency.
     private mutating func finish(_ slot: Int, _ box: consuming _AnyBox, factory: Duration, didAdd: Duration?) {
         core.storeSingleton(box, at: slot)
-        if core.events.isEnabled {
+        if core.events.isEnabled(.serviceCreated) {
             core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         }
         log.noteFactory(slot, took: factory)

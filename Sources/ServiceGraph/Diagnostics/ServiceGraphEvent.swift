@@ -9,22 +9,32 @@
 ///     logger.debug("\(event)")
 /// }
 /// ```
+///
+/// ``ServiceGraph/Builder/eventKinds`` picks the kinds it receives; the graph makes no event of a kind
+/// left out.
 public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
     /// What happened. New kinds may be added without breaking existing code.
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case buildStarted = "build started"
-            case buildFinished = "build finished"
-            case buildFailed = "build failed"
-            case serviceCreated = "service created"
-            case didAdd = "didAdd"
-            case willRemove = "willRemove"
-            case resolved = "resolved"
-            case scopeOpened = "scope opened"
-            case scopeClosed = "scope closed"
-            case shutdownFinished = "shutdown finished"
-            case scopeDropped = "scope dropped"
-            case droppedWithoutShutdown = "graph dropped without shutdown"
+    public struct Kind: Hashable, Sendable, CaseIterable, CustomStringConvertible {
+        private enum Base: UInt8, Hashable, Sendable, CaseIterable {
+            case buildStarted, buildFinished, buildFailed, serviceCreated, didAdd, willRemove, resolved
+            case scopeOpened, scopeClosed, shutdownFinished, scopeDropped, droppedWithoutShutdown
+
+            var name: String {
+                switch self {
+                case .buildStarted: "build started"
+                case .buildFinished: "build finished"
+                case .buildFailed: "build failed"
+                case .serviceCreated: "service created"
+                case .didAdd: "didAdd"
+                case .willRemove: "willRemove"
+                case .resolved: "resolved"
+                case .scopeOpened: "scope opened"
+                case .scopeClosed: "scope closed"
+                case .shutdownFinished: "shutdown finished"
+                case .scopeDropped: "scope dropped"
+                case .droppedWithoutShutdown: "graph dropped without shutdown"
+                }
+            }
         }
 
         private let base: Base
@@ -33,7 +43,13 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
             self.base = base
         }
 
-        public var description: String { base.rawValue }
+        public var description: String { base.name }
+
+        /// Every kind of event, in the order of a graph's life.
+        public static var allCases: [Kind] { Base.allCases.map(Kind.init) }
+
+        /// The kind's bit in an ``EventSink``'s mask of wanted kinds.
+        var bit: UInt32 { 1 << UInt32(base.rawValue) }
 
         /// A build began (after validation).
         public static let buildStarted = Kind(.buildStarted)

@@ -74,6 +74,17 @@ extension ServiceGraph {
         /// per resolve costs a clock read and a call.
         public var reportsResolveEvents = false
 
+        /// The kinds of events ``eventHandler`` receives: all of them by default (resolves only with
+        /// ``reportsResolveEvents``). The graph makes no event of a kind left out.
+        ///
+        /// A handler that logs the graph's lifecycle can leave out the kinds made for each scope, so that
+        /// a request scope costs what it costs without a handler:
+        ///
+        /// ```swift
+        /// builder.eventKinds = [.buildFinished, .buildFailed, .didAdd, .willRemove, .shutdownFinished]
+        /// ```
+        public var eventKinds = Set(ServiceGraphEvent.Kind.allCases)
+
         /// Creates an empty builder.
         public init() {}
     }

@@ -232,7 +232,8 @@ public final class ServiceGraph: Sendable {
         let placed = try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind))
         // Names only for a listener, and made outside the lock (a key's name may run the key's code).
         let names =
-            _core.events.isEnabled && !placed.isEmpty ? placed.map { _core.name($0.slot) }.joined(separator: ", ") : nil
+            _core.events.isEnabled(.scopeOpened) && !placed.isEmpty
+            ? placed.map { _core.name($0.slot) }.joined(separator: ", ") : nil
         do {
             return try state.withLock { state throws(ServiceGraphError) in
                 guard !state.shutdown.hasStarted else {
@@ -251,7 +252,9 @@ public final class ServiceGraph: Sendable {
                 state.scopes[state.nextID] = WeakReference(scope)
                 state.nextID += 1
                 state.unfinished += 1
-                _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
+                if _core.events.isEnabled(.scopeOpened) {
+                    _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
+                }
                 return scope
             }
         } catch {

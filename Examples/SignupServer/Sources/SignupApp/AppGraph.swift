@@ -56,14 +56,11 @@ public func makeAppBuilder(configuration: AppConfiguration, logger: Logger) -> S
             RequestLoggerKey.self
         ) { SignupService(repository: $0, logger: $1) }
     }
-    // The graph's lifecycle in the log: each didAdd and willRemove, and the end of the shutdown.
+    // The graph's lifecycle in the log: each didAdd and willRemove, and the end of the shutdown. Only
+    // these kinds are made: the graph makes no event per request scope.
+    builder.eventKinds = [.didAdd, .willRemove, .shutdownFinished, .buildFinished, .buildFailed]
     builder.eventHandler = { event in
-        switch event.kind {
-        case .didAdd, .willRemove, .shutdownFinished, .buildFinished, .buildFailed:
-            logger.info("graph: \(event)")
-        default:
-            break
-        }
+        logger.info("graph: \(event)")
     }
     return builder
 }
