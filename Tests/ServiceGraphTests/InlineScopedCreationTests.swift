@@ -88,4 +88,94 @@ struct InlineScopedCreationTests {
         try await scope.close()
         try await graph.shutdown()
     }
+
+    // A scoped service whose dependencies are all read in place (created singletons, seeds) is made
+    // without the asynchronous path: the same guarantees hold.
+    enum SeedKey: ServiceKey { typealias Value = String }
+    enum InPlaceKey: ServiceKey { typealias Value = HookedService }
+    enum InPlaceFailsKey: ServiceKey { typealias Value = String }
+    enum ThroughTransientKey: ServiceKey { typealias Value = String }
+    enum InnerKey: ServiceKey { typealias Value = HookedService }
+    enum OuterKey: ServiceKey { typealias Value = HookedService }
+
+    @Test(arguments: 0..<10) func aServiceOfSeedsAndSingletonsIsMadeOnceUnderManyResolves(round: Int) async throws {
+        let log = EventLog()
+        let made = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.seed(SeedKey.self)
+        builder.provide(InPlaceKey.self, lifetime: .scoped, dependsOn: ServiceA.self, SeedKey.self) { a, seed in
+            made.increment()
+            return HookedService("\(a.name)+\(seed)", log: log)
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "r\(round)"))
+        let instances = try await withThrowingTaskGroup(of: HookedService.self) { group in
+            for _ in 0..<100 { group.addTask { try await scope.resolve(InPlaceKey.self) } }
+            return try await group.reduce(into: [HookedService]()) { $0.append($1) }
+        }
+        #expect(instances.count == 100)
+        #expect(Set(instances.map(ObjectIdentifier.init)).count == 1)
+        #expect(instances.first?.name == "A+r\(round)")
+        #expect(made.count == 1)
+        #expect(log.count(of: "didAdd A+r\(round)") == 1)
+        try await scope.close()
+        #expect(log.count(of: "willRemove A+r\(round)") == 1)
+        try await graph.shutdown()
+        #expect(log.all.last == "willRemove A")
+    }
+
+    @Test func aFailingFactoryOfSeedsNamesItsPathAndIsTriedAgain() async throws {
+        let attempts = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.seed(SeedKey.self)
+        builder.provide(InPlaceFailsKey.self, lifetime: .scoped, dependsOn: SeedKey.self) { seed in
+            if attempts.increment() == 1 { throw TestFailure("first attempt fails") }
+            return seed.uppercased()
+        }
+        builder.provide(ThroughTransientKey.self, lifetime: .transient, dependsOn: InPlaceFailsKey.self) { "<\($0)>" }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "abc"))
+        do {
+            _ = try await scope.resolve(ThroughTransientKey.self)
+            Issue.record("the first attempt should fail")
+        } catch let error as ServiceGraphError {
+            #expect(error.codes == [.factoryFailed])
+            #expect(
+                error.problems.first?.path.map { $0.split(separator: ".").last.map(String.init) } == [
+                    "ThroughTransientKey", "InPlaceFailsKey",
+                ],
+                "\(error)"
+            )
+            #expect(error.problems.first?.underlyingError as? TestFailure == TestFailure("first attempt fails"))
+        }
+        #expect(try await scope.resolve(ThroughTransientKey.self) == "<ABC>")
+        #expect(try await scope.resolve(InPlaceFailsKey.self) == "ABC")
+        #expect(attempts.count == 2)
+        try await scope.close()
+        try await graph.shutdown()
+    }
+
+    @Test func aServiceNeedingAnotherScopedServiceIsMadeAfterItAndReleasedBefore() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.provide(InnerKey.self, lifetime: .scoped) { HookedService("inner", log: log) }
+        builder.provide(OuterKey.self, lifetime: .scoped, dependsOn: InnerKey.self) { inner in
+            HookedService("outer of \(inner.name)", log: log)
+        }
+        let graph = try await builder.build()
+        for _ in 0..<3 {
+            let scope = try graph.makeScope()
+            let outer = try await scope.resolve(OuterKey.self)
+            #expect(outer.name == "outer of inner")
+            #expect(try await scope.resolve(OuterKey.self) === outer)
+            try await scope.close()
+        }
+        try await graph.shutdown()
+        let expected = [
+            "init inner", "didAdd inner", "init outer of inner", "didAdd outer of inner",
+            "willRemove outer of inner", "willRemove inner",
+        ]
+        #expect(log.all == expected + expected + expected)
+    }
 }

@@ -1,7 +1,11 @@
 /// A created instance's lifecycle hooks, found when the instance is made, with the
 /// identity the graph's ``HookClaims`` know it by, worked out once rather than at each claim and
 /// give-back.
-struct InstanceHooks: Sendable {
+///
+/// A class, so that the records that carry one (a scope's created instances and seeds, the build's
+/// started services) copy a reference, not an existential through its witnesses: only the few
+/// instances with hooks pay for its allocation.
+final class InstanceHooks: Sendable {
     let hooks: any LifecycleHooks
     /// The object identity of a class instance; nil for a value, which is a new instance each time it
     /// is made and so is never claimed.

@@ -42,6 +42,11 @@ final class ResolveGate: Sendable {
         word.load(ordering: .relaxed) & Self.closing != 0
     }
 
+    /// Whether the scope is closing and no resolve is in flight: ``drained()`` would return at once.
+    var isDrained: Bool {
+        word.load(ordering: .acquiring) == Self.closing
+    }
+
     /// Refuses new resolves from now on.
     func close() {
         word.bitwiseOr(Self.closing, ordering: .relaxed)

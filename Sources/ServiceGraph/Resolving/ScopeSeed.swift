@@ -31,7 +31,11 @@ public struct ScopeSeed: Sendable {
     public init<Key: ServiceKey>(_ key: Key.Type, _ value: Key.Value, ownedByScope: Bool = false) {
         self.key = key
         self.box = boxedInstance(value)
-        self.hooks = (value as? any LifecycleHooks).map(InstanceHooks.init)
+        // The caller's value of a plain value type needs no hooks: none run on it, and a copy cannot be
+        // recognized to be claimed. Its cast, a conformance lookup, is left out then. A class, an
+        // existential (whose dynamic type differs) or a value the scope owns is cast.
+        let isPlainValue = !ownedByScope && type(of: value) == Key.Value.self && !(Key.Value.self is AnyObject.Type)
+        self.hooks = isPlainValue ? nil : (value as? any LifecycleHooks).map(InstanceHooks.init)
         self.isOwnedByScope = ownedByScope
     }
 
@@ -68,6 +72,7 @@ extension _GraphCore {
     func placedSeeds(_ seeds: [ScopeSeed], kind: UInt16 = 0) throws(ServiceGraphError) -> [PlacedSeed] {
         if seeds.isEmpty && seedSlots.isEmpty { return [] }
         let seedSlots = seedSlotsByKind?[Int(kind)] ?? seedSlots
+        if let placed = placedExactly(seeds, at: seedSlots) { return placed }
         // Indexed by position in `seedSlots` (sorted): a scope costs its seeds, not the graph's size.
         var given: [ScopeSeed?] = Array(repeating: nil, count: seedSlots.count)
         var problems: [ServiceGraphError.Problem] = []
@@ -145,12 +150,33 @@ extension _GraphCore {
         return zip(seedSlots, given).map { PlacedSeed(slot: $0, seed: $1.unsafelyUnwrapped) }
     }
 
+    /// The seeds at their slots when each seed of the kind (at `seedSlots`, sorted) is given once and
+    /// nothing else is: the case of every scope a program opens, placed without the tables the checks
+    /// need. Nil otherwise, for ``placedSeeds(_:kind:)`` to find and report each problem.
+    private func placedExactly(_ seeds: [ScopeSeed], at seedSlots: [Int]) -> [PlacedSeed]? {
+        guard seeds.count == seedSlots.count else { return nil }
+        var placed: [PlacedSeed] = []
+        placed.reserveCapacity(seeds.count)
+        for seed in seeds {
+            guard let slot = slot(ofKeyID: ObjectIdentifier(seed.key)) else { return nil }
+            // In slot order (an insertion sort: a scope has a few seeds), each slot once.
+            var index = placed.count
+            while index > 0 && placed[index - 1].slot > slot { index -= 1 }
+            if index > 0 && placed[index - 1].slot == slot { return nil }
+            placed.insert(PlacedSeed(slot: slot, seed: seed), at: index)
+        }
+        // As many distinct slots as the kind has seeds, in order: they are the kind's seeds if they match.
+        for (placed, slot) in zip(placed, seedSlots) where placed.slot != slot { return nil }
+        return placed
+    }
+
     /// Claims the hooks of each seed that has some, so that no service of the new scope runs them.
     ///
     /// - Throws: ``ServiceGraphError/Code/ownedSeedInUse`` for each seed owned by the scope whose hooks
     ///   the graph or another open scope already runs: two owners would end it twice, or one would
     ///   end it under the other. Nothing stays claimed then.
     func claimingHooks(of seeds: [PlacedSeed]) throws(ServiceGraphError) -> [PlacedSeed] {
+        guard seeds.contains(where: { $0.seed.hooks != nil }) else { return seeds }
         var claimed = seeds
         var problems: [ServiceGraphError.Problem] = []
         // An instance given under several keys is one instance: claimed once, by the first of them, and

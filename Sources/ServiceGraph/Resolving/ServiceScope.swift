@@ -40,7 +40,7 @@ public final class ServiceScope: Sendable {
         /// The instances being made, by slot. A creation publishes its instance in
         /// ``_GraphCore/ScopeCells`` and leaves this list at once, so it holds no instance itself once
         /// done.
-        var creating: [Int: Creation] = [:]
+        var creating = CreationList()
         /// Created instances in creation order; those with hooks must get `willRemove`.
         var created: [(slot: Int, hooks: InstanceHooks?)] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
@@ -74,6 +74,8 @@ public final class ServiceScope: Sendable {
         self.parent = parent
         let instances = _GraphCore.ScopeCells(layout: layout)
         var state = State()
+        // Room for the seeds and a few scoped instances from the start, rather than growing on each.
+        state.created.reserveCapacity(seeds.count + min(layout.count, 4))
         for placed in seeds {
             instances.publish(placed.seed.box, at: placed.slot)
             // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
@@ -343,11 +345,11 @@ public final class ServiceScope: Sendable {
             // cancellation but the `didAdd` hook, which runs in a task of its own (``addInline(_:_:to:)``).
             if _core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
                 let creation = InlineCreation()
-                state.creating[slot] = .inline(creation)
+                state.creating.append(.inline(creation), at: slot)
                 return .create(creation)
             }
             let task = UnretainingTask.start { try await self.create(slot) }
-            state.creating[slot] = .task(task)
+            state.creating.append(.task(task), at: slot)
             return .wait(.task(task))
         }
         switch step {
@@ -355,7 +357,19 @@ public final class ServiceScope: Sendable {
             break
         case .create(let creation):
             do {
-                try await create(slot, inline: true)
+                if let made = try madeInPlace(slot) {
+                    if let hooks = made.hooks {
+                        // Its `didAdd` may ask for the instance: in the trail, it is refused rather than
+                        // waiting for itself.
+                        try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
+                            try await add(made.box, at: slot, hooks: hooks, inline: true)
+                        }
+                    } else {
+                        publish(made.box, at: slot, hooks: nil)
+                    }
+                } else {
+                    try await create(slot, inline: true)
+                }
             } catch {
                 creation.finish(throwing: error)
                 throw error
@@ -388,30 +402,65 @@ public final class ServiceScope: Sendable {
         }
     }
 
+    /// Makes the instance at `slot` in place, without suspending, when its factory is synchronous and
+    /// each of its dependencies is read in place (a created singleton, a seed of the scope, a lazy or
+    /// provider handle): the request-scoped service's usual case, made without the asynchronous
+    /// calls and the trail entry that ``create(_:inline:)`` takes. Nil, having run nothing, otherwise.
+    ///
+    /// Nothing in it can ask the scope for the instance again and wait: the factory cannot await.
+    private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, hooks: InstanceHooks?)? {
+        guard _core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
+        let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
+        do {
+            return try _core.buffers.withFactory(at: slot) { factory in
+                var resolver = _GraphCore._UnsafeResolver(core: _core, scope: self, slot: slot)
+                let box = try factory.makeBoxSynchronously(&resolver)
+                if let start {
+                    _core.events.send(
+                        ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
+                    )
+                }
+                return (box, factory.claimedHooks(of: box, in: _core.hookClaims))
+            }
+        } catch {
+            state.withLock { $0.creating.remove(slot) }
+            throw _core.failure(error, at: slot)
+        }
+    }
+
     private nonisolated(nonsending) func makeAndAdd(_ slot: Int, inline: Bool) async throws {
         let factory = _core.serviceFactory(at: slot)
         let box: _AnyBox
-        let clock = ContinuousClock()
-        let start = clock.now
+        let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
         do {
             if let limit = _core.factoryTimeout, !factory.isSynchronous {
                 box = try await _core.makeBox(at: slot, in: self, within: limit)
             } else {
                 box = try await _core.makeBox(at: slot, in: self)
             }
-            if _core.events.isEnabled {
+            if let start {
                 _core.events.send(
-                    ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: clock.now))
+                    ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
                 )
             }
         } catch let timeout as FactoryTimedOut {
-            state.withLock { _ = $0.creating.removeValue(forKey: slot) }
+            state.withLock { $0.creating.remove(slot) }
             throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))
         } catch {
-            state.withLock { _ = $0.creating.removeValue(forKey: slot) }
+            state.withLock { $0.creating.remove(slot) }
             throw _core.failure(error, at: slot)
         }
-        let hooks = factory.claimedHooks(of: box, in: _core.hookClaims)
+        try await add(box, at: slot, hooks: factory.claimedHooks(of: box, in: _core.hookClaims), inline: inline)
+    }
+
+    /// Runs the `didAdd` of the instance just made at `slot`, if it has hooks this scope claimed, then
+    /// publishes it; on failure, gives the claim back and forgets the attempt.
+    private nonisolated(nonsending) func add(
+        _ box: _AnyBox,
+        at slot: Int,
+        hooks: InstanceHooks?,
+        inline: Bool
+    ) async throws {
         if let hooks {
             do {
                 if inline {
@@ -422,12 +471,17 @@ public final class ServiceScope: Sendable {
                 }
             } catch {
                 _core.hookClaims.giveBack(hooks)
-                state.withLock { _ = $0.creating.removeValue(forKey: slot) }
+                state.withLock { $0.creating.remove(slot) }
                 throw error
             }
         }
+        publish(box, at: slot, hooks: hooks)
+    }
+
+    /// Publishes the instance made at `slot`, its `didAdd` run: resolves read it from now on.
+    private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?) {
         state.withLock { state in
-            state.creating[slot] = nil
+            state.creating.remove(slot)
             instances.publish(box, at: slot)
             state.created.append((slot, hooks))
         }
@@ -458,7 +512,9 @@ public final class ServiceScope: Sendable {
     /// `waitingForAnother`, only after that close finished.
     private func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
         enum Role {
-            case close([Creation], [WeakReference<ServiceScope>])
+            /// Close: the creations to wait for, the scopes opened from this one, and whether any of
+            /// those has not finished.
+            case close([Creation], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
             case wait
             case done
         }
@@ -467,8 +523,9 @@ public final class ServiceScope: Sendable {
             case .run:
                 // Weak references only: a scope loaded here and released under the lock could end,
                 // and its end takes this lock.
-                let children = state.children.sorted { $0.key > $1.key }.map(\.value)
-                return .close(Array(state.creating.values), children)
+                let children = state.children.isEmpty ? [] : state.children.sorted { $0.key > $1.key }.map(\.value)
+                let creating = state.creating.all
+                return .close(creating, children, hasUnfinishedChildren: state.unfinishedChildren > 0)
             case .running: return waitingForAnother ? .wait : .done
             case .finished: return .done
             }
@@ -479,16 +536,17 @@ public final class ServiceScope: Sendable {
         case .wait:
             _ = await state.outcome(of: \.closing)
             return nil
-        case .close(let pending, let children):
+        case .close(let pending, let children, let hasUnfinishedChildren):
             // The scopes opened from this one first, newest first: they read this one's instances, which
             // stay readable until they are closed (only new creations are refused meanwhile).
             var childProblems: [ServiceGraphError.Problem] = []
             for child in children {
                 if let child = child.object { childProblems += await child.closeForShutdown() }
             }
-            await waitForChildren()
+            // Once closing, no child is added: none unfinished then, none to wait for.
+            if hasUnfinishedChildren { await waitForChildren() }
             resolves.close()
-            await resolves.drained()
+            if !resolves.isDrained { await resolves.drained() }
             for creation in pending {
                 _ = try? await creation.wait()
             }
@@ -504,9 +562,10 @@ public final class ServiceScope: Sendable {
             let started = created.compactMap { entry in
                 entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
             }
-            let problems = childProblems + (await Lifecycle.release(started, of: _core))
+            let problems =
+                started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
             for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
-            _core.events.send(ServiceGraphEvent(.scopeClosed))
+            if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
             // Drop the scope's references most recent first, as the hooks ran.
             while !boxes.isEmpty { boxes.removeLast() }
             let waiters = state.withLock { $0.closing.finish(with: problems) }
@@ -705,6 +764,31 @@ enum Creation: Sendable {
         case .task(let task): try await task.value
         case .inline(let creation): try await creation.wait()
         }
+    }
+}
+
+/// A scope's creations in flight, by slot: a short list searched in place (a scope makes a few
+/// instances at a time, and a table would hash on every creation).
+struct CreationList {
+    private var entries: [(slot: Int, creation: Creation)] = []
+
+    subscript(slot: Int) -> Creation? {
+        entries.first { $0.slot == slot }?.creation
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Every creation in flight.
+    var all: [Creation] { entries.map(\.creation) }
+
+    /// Adds the creation of the instance at `slot`, which has none in flight.
+    mutating func append(_ creation: Creation, at slot: Int) {
+        entries.append((slot, creation))
+    }
+
+    /// Removes the creation at `slot`, if there is one.
+    mutating func remove(_ slot: Int) {
+        if let index = entries.firstIndex(where: { $0.slot == slot }) { entries.remove(at: index) }
     }
 }
 

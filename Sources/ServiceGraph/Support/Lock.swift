@@ -13,31 +13,50 @@ import Synchronization
 /// stops telling real races from false ones; there this is a `pthread_mutex_t`, which it understands.
 /// Both are short, non-recursive, blocking locks: never hold one across an `await` or a user's code.
 #if canImport(Glibc) || canImport(Musl)
-final class Locked<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+struct Locked<State>: @unchecked Sendable {
+    private let storage: Storage
 
     init(_ state: State) {
-        self.state = state
-        // Safety: a `pthread_mutex_t` must not move once initialized, so it lives in memory this object
-        // allocates here and frees in `deinit`, never in a stored property Swift may move.
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
+        storage = Storage.make(state)
     }
 
     func withLock<Result, Failure: Error>(
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        try storage.withLock(body)
+    }
+
+    /// The state and its mutex in one allocation. Safety: a `pthread_mutex_t` must not move once
+    /// initialized, so it lives in the object's tail, initialized in ``make(_:)`` and destroyed in
+    /// `deinit`, never in a stored property Swift may move.
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        static func make(_ state: State) -> Storage {
+            // Safety: `create` makes an instance of the class it is called on.
+            let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in state }, to: Storage.self)
+            storage.withUnsafeMutablePointerToElements { mutex in
+                mutex.initialize(to: pthread_mutex_t())
+                pthread_mutex_init(mutex, nil)
+            }
+            return storage
+        }
+
+        deinit {
+            withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
+
+        func withLock<Result, Failure: Error>(
+            _ body: (inout State) throws(Failure) -> Result
+        ) throws(Failure) -> Result {
+            // Safety: both pointers stay valid while this object lives, which this call guarantees.
+            let mutex = withUnsafeMutablePointerToElements { $0 }
+            let state = withUnsafeMutablePointerToHeader { $0 }
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&state.pointee)
+        }
     }
 }
 #else

@@ -57,9 +57,14 @@ final class _ValueBox: @unchecked Sendable {
     /// An empty box with room for a value of `layout`; ``initialized(with:)`` marks it full.
     @usableFromInline
     static func empty(for layout: _ValueLayout) -> _ValueBox {
-        let capacity = layout.size + layout.alignment - 1  // room to align the value
+        empty(size: layout.size, alignment: layout.alignment)
+    }
+
+    /// An empty box with room for a value of `size` bytes aligned to `alignment`.
+    static func empty(size: Int, alignment: Int) -> _ValueBox {
+        let capacity = size + alignment - 1  // room to align the value
         let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: capacity) { _, _ in
-            Header(valueType: nil, alignment: layout.alignment)
+            Header(valueType: nil, alignment: alignment)
         }
         // Safety: the storage's object is an instance of the class it was made with.
         return unsafeDowncast(storage.buffer, to: _ValueBox.self)
@@ -76,7 +81,12 @@ final class _ValueBox: @unchecked Sendable {
     /// Marks the value as initialized, so that the box deinitializes it when it is released.
     @usableFromInline
     func initialized(with layout: _ValueLayout) -> _ValueBox {
-        storage.withUnsafeMutablePointerToHeader { $0.pointee.valueType = layout.valueType }
+        initialized(as: layout.valueType)
+    }
+
+    /// Records that the box now holds a value of `valueType`, for its deinitializer.
+    func initialized(as valueType: Any.Type) -> _ValueBox {
+        storage.withUnsafeMutablePointerToHeader { $0.pointee.valueType = valueType }
         return self
     }
 
@@ -189,13 +199,14 @@ func _internalInvariant(
 /// `value` held as the graph holds a created instance: the instance itself for a class, or else a
 /// ``_ValueBox`` (what a factory's thunk makes, for a value made outside the graph: a scope's seed).
 func boxedInstance<Value: Sendable>(_ value: Value) -> _AnyBox {
-    let layout = _ValueLayout(of: Value.self)
-    if layout.isObject {
+    // Not a ``_ValueLayout``: where `Value` is not known statically (a scope's seed), making its
+    // `hasHooks` closure allocates a context for the type.
+    if Value.self is AnyObject.Type {
         // Safety: a class instance is one strong reference, as an `_AnyBox` is (`unsafeBitCast` checks
         // the sizes agree).
         return unsafeBitCast(value, to: _AnyBox.self)
     }
-    let box = _ValueBox.empty(for: layout)
+    let box = _ValueBox.empty(size: MemoryLayout<Value>.size, alignment: MemoryLayout<Value>.alignment)
     box.valueAddress.initializeMemory(as: Value.self, to: value)
-    return box.initialized(with: layout)
+    return box.initialized(as: Value.self)
 }

@@ -349,6 +349,24 @@ extension _GraphCore {
     /// This is where the asynchronous path suspends, once per dependency that must be awaited, so that no
     /// factory needs an asynchronous thunk of its own for its dependencies.
     @usableFromInline
+    /// Whether every dependency of the service at `slot` is read in place by its factory's thunk in
+    /// `scope`, with nothing to make or await first: a created singleton, a lazy or provider handle, or
+    /// a seed of the scope. ``preparedDependencies(of:in:)`` then prepares nothing.
+    func readsDependenciesInPlace(of slot: Int, in scope: ServiceScope) -> Bool {
+        let start = Int(buffers.dependencyStart[slot])
+        let end = Int(buffers.dependencyStart[slot + 1])
+        for position in start..<end {
+            let dependency = Int(buffers.dependencySlots[position])
+            if buffers.singletonBox(at: dependency) != nil { continue }
+            if edgeKinds?[position].isHandle == true { continue }
+            if lifetime(of: dependency) == .scoped, isSeed(dependency), scope._publishedBox(at: dependency) != nil {
+                continue
+            }
+            return false
+        }
+        return true
+    }
+
     nonisolated(nonsending) func preparedDependencies(
         of slot: Int,
         in scope: ServiceScope?

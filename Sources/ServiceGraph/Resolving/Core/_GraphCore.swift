@@ -299,6 +299,15 @@ final class _GraphCore: @unchecked Sendable {
         let slot = keyBuckets[bucket]
         return slot < 0 ? nil : Int(truncatingIfNeeded: slot)
     }
+
+    /// The slot of the key whose ``ServiceKey/_keyID`` is `keyID`: ``slot(of:)`` for a key known only as
+    /// an existential metatype, without opening it.
+    func slot(ofKeyID keyID: ObjectIdentifier) -> Int? {
+        let bits = UInt(bitPattern: keyID)
+        let bucket = _KeyProbe.bucket(for: bits, in: keyBuckets, identities: keyIdentities, shift: keyShift)
+        let slot = keyBuckets[bucket]
+        return slot < 0 ? nil : Int(truncatingIfNeeded: slot)
+    }
 }
 
 // MARK: - Factories
