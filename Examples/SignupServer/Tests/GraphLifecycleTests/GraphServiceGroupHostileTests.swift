@@ -476,6 +476,10 @@ extension RandomGraph {
     }
 }
 
+/// A group configuration with no readiness timeout: a service waits for what it needs for as long as
+/// that takes.
+private let noReadinessLimit = testConfiguration(readinessTimeout: nil)
+
 // MARK: - Tests
 
 @Suite("GraphServiceGroup: hostile cases")
@@ -490,7 +494,7 @@ struct GraphServiceGroupHostileTests {
         let (graph, group) = try await makeGroup(
             shape.builder(journal: journal),
             journal: journal,
-            configuration: testConfiguration(readinessTimeout: nil)
+            configuration: noReadinessLimit
         )
         // The group's order is the graph's creation order, which puts each node after its dependencies.
         let names = Array(group.serviceNames.dropLast())
@@ -655,11 +659,7 @@ struct GraphServiceGroupHostileTests {
                 Probe("N\(node)", journal: journal, upstream: upstream, needs: upstream)
             }
         }
-        let (graph, group) = try await makeGroup(
-            builder,
-            journal: journal,
-            configuration: testConfiguration(readinessTimeout: nil)
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit)
         let failing = try #require(graph.singletons(as: Probe.self).first { $0.key == "N0" }?.value)
         let outside = (0..<20).map { _ in Task { try await failing.running.waitUntilRunning() } }
         let run = start(group)
@@ -698,11 +698,7 @@ struct GraphServiceGroupHostileTests {
             }
         }
         builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-        let (graph, group) = try await makeGroup(
-            builder,
-            journal: journal,
-            configuration: testConfiguration(readinessTimeout: nil)
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit)
         let probes = [graph[KA.self], graph[KB.self]]
         let before = probes.map { probe in Task { try await probe.running.waitUntilRunning() } }
         let run = start(group)
@@ -794,11 +790,7 @@ struct GraphServiceGroupHostileTests {
                 }
             }
             builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-            let (graph, group) = try await makeGroup(
-                builder,
-                journal: journal,
-                configuration: testConfiguration(readinessTimeout: nil)
-            )
+            let (graph, group) = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit)
             graph[KA.self].running.markRunning()
             let run = start(group)
             try await journal.waitFor("run KB")
@@ -886,7 +878,7 @@ struct GraphServiceGroupHostileTests {
             let group = try await makeGroup(
                 shape.builder(journal: journal),
                 journal: journal,
-                configuration: testConfiguration(readinessTimeout: nil)
+                configuration: noReadinessLimit
             ).group
             let run = start(group)
             // Every other round, the shutdowns race the startup.
@@ -919,7 +911,7 @@ struct GraphServiceGroupHostileTests {
         let group = try await makeGroup(
             shape.builder(journal: journal),
             journal: journal,
-            configuration: testConfiguration(readinessTimeout: nil)
+            configuration: noReadinessLimit
         ).group
         await group.triggerGracefulShutdown()
         await group.triggerGracefulShutdown()
@@ -967,11 +959,7 @@ struct GraphServiceGroupHostileTests {
             let builder = shape.builder(journal: journal) { _ in
                 for _ in 0..<3 { await Task.yield() }
             }
-            let group = try await makeGroup(
-                builder,
-                journal: journal,
-                configuration: testConfiguration(readinessTimeout: nil)
-            ).group
+            let group = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit).group
             let run = start(group)
             switch round % 3 {
             case 0: for _ in 0..<Int.random(in: 0...200) { await Task.yield() }
@@ -995,11 +983,7 @@ struct GraphServiceGroupHostileTests {
             let seed = "round \(round), seed \(shape.seed)"
             let journal = Journal()
             let builder = shape.builder(journal: journal) { _ in try? await Task.sleep(for: .milliseconds(1)) }
-            let group = try await makeGroup(
-                builder,
-                journal: journal,
-                configuration: testConfiguration(readinessTimeout: nil)
-            ).group
+            let group = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit).group
             let run = start(group)
             try await journal.waitFor("run server")
             await group.triggerGracefulShutdown()
@@ -1029,11 +1013,7 @@ struct GraphServiceGroupHostileTests {
                 }
             }
             builder.provide(KC.self, dependsOn: KB.self) { Probe("KC", journal: journal, upstream: [$0], needs: [$0]) }
-            let group = try await makeGroup(
-                builder,
-                journal: journal,
-                configuration: testConfiguration(readinessTimeout: nil)
-            ).group
+            let group = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit).group
             box.group = group
             let found = try await outcome(of: start(group))
             #expect(found.isEmpty, "\(found)")
