@@ -476,6 +476,10 @@ extension RandomGraph {
     }
 }
 
+/// A group configuration with no readiness timeout: a service waits for what it needs for as long as
+/// that takes.
+private let noReadinessLimit = testConfiguration(readinessTimeout: nil)
+
 // MARK: - Tests
 
 @Suite("GraphServiceGroup: hostile cases")
@@ -487,12 +491,10 @@ struct GraphServiceGroupHostileTests {
         let shape = RandomGraph(count: 300)
         let seed = "round \(round), seed \(shape.seed)"
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(shape.builder(journal: journal))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(readinessTimeout: nil),
-            logger: testLogger
+        let (graph, group) = try await makeGroup(
+            shape.builder(journal: journal),
+            journal: journal,
+            configuration: noReadinessLimit
         )
         // The group's order is the graph's creation order, which puts each node after its dependencies.
         let names = Array(group.serviceNames.dropLast())
@@ -540,13 +542,7 @@ struct GraphServiceGroupHostileTests {
                     Probe("N\(node)", journal: journal, upstream: upstream)
                 }
             }
-            let graph = try await GraphServiceGroup.build(builder)
-            let group = try GraphServiceGroup(
-                graph: graph,
-                server: ("server", ScriptedServer(journal: journal)),
-                configuration: testConfiguration(),
-                logger: testLogger
-            )
+            let group = try await makeGroup(builder, journal: journal).group
             let names = (0..<count).map { "N\($0)" }
             #expect(group.serviceNames == names + ["server"])
             let run = start(group)
@@ -663,13 +659,7 @@ struct GraphServiceGroupHostileTests {
                 Probe("N\(node)", journal: journal, upstream: upstream, needs: upstream)
             }
         }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(readinessTimeout: nil),
-            logger: testLogger
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit)
         let failing = try #require(graph.singletons(as: Probe.self).first { $0.key == "N0" }?.value)
         let outside = (0..<20).map { _ in Task { try await failing.running.waitUntilRunning() } }
         let run = start(group)
@@ -708,13 +698,7 @@ struct GraphServiceGroupHostileTests {
             }
         }
         builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(readinessTimeout: nil),
-            logger: testLogger
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit)
         let probes = [graph[KA.self], graph[KB.self]]
         let before = probes.map { probe in Task { try await probe.running.waitUntilRunning() } }
         let run = start(group)
@@ -750,13 +734,7 @@ struct GraphServiceGroupHostileTests {
             }
         }
         builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal)
         let run = start(group)
         try await journal.waitFor("run server")
         graph[KA.self].release.markRunning()
@@ -784,13 +762,7 @@ struct GraphServiceGroupHostileTests {
             }
         }
         builder.provide(KC.self, dependsOn: KB.self) { Probe("KC", journal: journal, upstream: [$0], needs: [$0]) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal)
         let run = start(group)
         try await journal.waitFor(afterRunning ? "run server" : "run KB")
         graph[KB.self].release.markRunning()
@@ -818,13 +790,7 @@ struct GraphServiceGroupHostileTests {
                 }
             }
             builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-            let graph = try await GraphServiceGroup.build(builder)
-            let group = try GraphServiceGroup(
-                graph: graph,
-                server: ("server", ScriptedServer(journal: journal)),
-                configuration: testConfiguration(readinessTimeout: nil),
-                logger: testLogger
-            )
+            let (graph, group) = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit)
             graph[KA.self].running.markRunning()
             let run = start(group)
             try await journal.waitFor("run KB")
@@ -852,13 +818,7 @@ struct GraphServiceGroupHostileTests {
             }
         }
         builder.provide(KC.self, dependsOn: KB.self) { Probe("KC", journal: journal, upstream: [$0], needs: [$0]) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal).group
         let run = start(group)
         try await journal.waitFor("run server")
         await group.triggerGracefulShutdown()
@@ -890,13 +850,7 @@ struct GraphServiceGroupHostileTests {
             case .throwsCancellation: throw CancellationError()
             }
         }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("http", server),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal, server: .custom("http", server)).group
         #expect(group.serviceNames == ["KA", "KB", "http"])
         let run = start(group)
         try await journal.waitFor("run http")
@@ -921,13 +875,11 @@ struct GraphServiceGroupHostileTests {
             let shape = RandomGraph(count: 40)
             let seed = "round \(round), seed \(shape.seed)"
             let journal = Journal()
-            let graph = try await GraphServiceGroup.build(shape.builder(journal: journal))
-            let group = try GraphServiceGroup(
-                graph: graph,
-                server: ("server", ScriptedServer(journal: journal)),
-                configuration: testConfiguration(readinessTimeout: nil),
-                logger: testLogger
-            )
+            let group = try await makeGroup(
+                shape.builder(journal: journal),
+                journal: journal,
+                configuration: noReadinessLimit
+            ).group
             let run = start(group)
             // Every other round, the shutdowns race the startup.
             let raced = !round.isMultiple(of: 2)
@@ -956,13 +908,11 @@ struct GraphServiceGroupHostileTests {
     @Test func aShutdownTriggeredBeforeRunStillEndsAndRunsEveryHookOnce() async throws {
         let shape = RandomGraph(count: 30)
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(shape.builder(journal: journal))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(readinessTimeout: nil),
-            logger: testLogger
-        )
+        let group = try await makeGroup(
+            shape.builder(journal: journal),
+            journal: journal,
+            configuration: noReadinessLimit
+        ).group
         await group.triggerGracefulShutdown()
         await group.triggerGracefulShutdown()
         let found = try await outcome(of: start(group))
@@ -979,13 +929,7 @@ struct GraphServiceGroupHostileTests {
         var builder = ServiceGraph.Builder()
         builder.provide(KA.self) { Probe("KA", journal: journal) }
         builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal).group
         let first = start(group)
         try await journal.waitFor("run server")
         let second = try await outcome(of: start(group))
@@ -1015,13 +959,7 @@ struct GraphServiceGroupHostileTests {
             let builder = shape.builder(journal: journal) { _ in
                 for _ in 0..<3 { await Task.yield() }
             }
-            let graph = try await GraphServiceGroup.build(builder)
-            let group = try GraphServiceGroup(
-                graph: graph,
-                server: ("server", ScriptedServer(journal: journal)),
-                configuration: testConfiguration(readinessTimeout: nil),
-                logger: testLogger
-            )
+            let group = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit).group
             let run = start(group)
             switch round % 3 {
             case 0: for _ in 0..<Int.random(in: 0...200) { await Task.yield() }
@@ -1045,13 +983,7 @@ struct GraphServiceGroupHostileTests {
             let seed = "round \(round), seed \(shape.seed)"
             let journal = Journal()
             let builder = shape.builder(journal: journal) { _ in try? await Task.sleep(for: .milliseconds(1)) }
-            let graph = try await GraphServiceGroup.build(builder)
-            let group = try GraphServiceGroup(
-                graph: graph,
-                server: ("server", ScriptedServer(journal: journal)),
-                configuration: testConfiguration(readinessTimeout: nil),
-                logger: testLogger
-            )
+            let group = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit).group
             let run = start(group)
             try await journal.waitFor("run server")
             await group.triggerGracefulShutdown()
@@ -1081,13 +1013,7 @@ struct GraphServiceGroupHostileTests {
                 }
             }
             builder.provide(KC.self, dependsOn: KB.self) { Probe("KC", journal: journal, upstream: [$0], needs: [$0]) }
-            let graph = try await GraphServiceGroup.build(builder)
-            let group = try GraphServiceGroup(
-                graph: graph,
-                server: ("server", ScriptedServer(journal: journal)),
-                configuration: testConfiguration(readinessTimeout: nil),
-                logger: testLogger
-            )
+            let group = try await makeGroup(builder, journal: journal, configuration: noReadinessLimit).group
             box.group = group
             let found = try await outcome(of: start(group))
             #expect(found.isEmpty, "\(found)")
@@ -1113,13 +1039,7 @@ struct GraphServiceGroupHostileTests {
         builder.provide(KC.self, dependsOn: KB.self) {
             Probe("KC", journal: journal, upstream: [$0], hook: { _ in throw Failure("C's hook broke") })
         }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal).group
         let run = start(group)
         try await journal.waitFor("run server")
         await group.triggerGracefulShutdown()
@@ -1148,13 +1068,7 @@ struct GraphServiceGroupHostileTests {
                 throw Failure("B broke")
             }
         }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: nil,
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let (graph, group) = try await makeGroup(builder, journal: journal, server: nil)
         let run = start(group)
         try await journal.waitFor("running KB")
         graph[KB.self].release.markRunning()
@@ -1200,13 +1114,7 @@ struct GraphServiceGroupHostileTests {
         builder.provide(KA.self) { shared }
         builder.provide(KB.self) { shared }
         builder.provide(KC.self, dependsOn: KB.self) { Probe("KC", journal: journal, upstream: [$0], needs: [$0]) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal).group
         let run = start(group)
         try await journal.waitFor("run server")
         await group.triggerGracefulShutdown()
@@ -1245,13 +1153,7 @@ struct GraphServiceGroupHostileTests {
         builder.provide(AnyServiceKey.self, dependsOn: GaugeB.self) {
             Gauge(name: "AnyServiceKey", journal: journal, needsRunning: [$0]) as any Service
         }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", ScriptedServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal).group
         #expect(group.serviceNames == ["GaugeA", "GaugeB", "AnyServiceKey", "server"])
         let run = start(group)
         try await journal.waitFor("run server")
@@ -1274,13 +1176,7 @@ struct GraphServiceGroupHostileTests {
         var builder = ServiceGraph.Builder()
         builder.provide(NumberKey.self) { 7 }
         builder.provide(HooksOnlyKey.self, dependsOn: NumberKey.self) { _ in HooksOnly(journal: journal) }
-        let graph = try await GraphServiceGroup.build(builder)
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: withServer ? ("server", ScriptedServer(journal: journal)) : nil,
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(builder, journal: journal, server: withServer ? .standIn : nil).group
         #expect(group.serviceNames == (withServer ? ["server"] : []))
         let run = start(group)
         if withServer { try await journal.waitFor("run server") }
@@ -1289,13 +1185,7 @@ struct GraphServiceGroupHostileTests {
         #expect(journal.all == (withServer ? ["run server", "stop server"] : []) + ["willRemove hooksOnly"])
 
         // A graph with nothing in it at all.
-        let empty = try await GraphServiceGroup.build(ServiceGraph.Builder())
-        let nothing = try GraphServiceGroup(
-            graph: empty,
-            server: nil,
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let nothing = try await makeGroup(ServiceGraph.Builder(), journal: journal, server: nil).group
         #expect(nothing.serviceNames.isEmpty)
         let emptyRun = start(nothing)
         await nothing.triggerGracefulShutdown()
@@ -1309,26 +1199,18 @@ struct GraphServiceGroupHostileTests {
         var builder = ServiceGraph.Builder()
         builder.provide(KA.self) { Probe("KA", journal: journal) }
         builder.provide(KB.self, dependsOn: KA.self) { Probe("KB", journal: journal, upstream: [$0], needs: [$0]) }
-        let parent = try await GraphServiceGroup.build(builder)
-        let parentGroup = try GraphServiceGroup(
-            graph: parent,
-            server: nil,
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let (parent, parentGroup) = try await makeGroup(builder, journal: journal, server: nil)
         let parentRun = start(parentGroup)
         try await journal.waitFor("running KB")
 
         var childBuilder = parent.makeChildBuilder()
         childBuilder.provide(KC.self, dependsOn: KA.self) { Probe("KC", journal: journal, upstream: [$0]) }
         childBuilder.provide(KD.self, dependsOn: KC.self) { Probe("KD", journal: journal, upstream: [$0], needs: [$0]) }
-        let child = try await GraphServiceGroup.build(childBuilder)
-        let childGroup = try GraphServiceGroup(
-            graph: child,
-            server: ("child", ScriptedServer("child", journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let childGroup = try await makeGroup(
+            childBuilder,
+            journal: journal,
+            server: .custom("child", ScriptedServer("child", journal: journal))
+        ).group
         #expect(childGroup.serviceNames == ["KC", "KD", "child"])
         let childRun = start(childGroup)
         try await journal.waitFor("run child")

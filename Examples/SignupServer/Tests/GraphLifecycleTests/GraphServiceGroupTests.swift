@@ -28,13 +28,7 @@ struct GraphServiceGroupTests {
 
     @Test func startsInCreationOrderAndStopsInReverseThenRunsTheHooksInReverse() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", FakeServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(chain(journal), journal: journal).group
         #expect(group.serviceNames == ["AKey", "BKey", "CKey", "server"])
         let run = start(group)
         try await journal.waitFor("run server")
@@ -54,12 +48,10 @@ struct GraphServiceGroupTests {
 
     @Test func aServiceWaitsForWhatItNeedsToBeRunningNotJustBuilt() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal, a: Behaviour(waitsForRelease: true)))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: nil,
-            configuration: testConfiguration(),
-            logger: testLogger
+        let (graph, group) = try await makeGroup(
+            chain(journal, a: Behaviour(waitsForRelease: true)),
+            journal: journal,
+            server: nil
         )
         let run = start(group)
         try await journal.waitFor("run A")
@@ -75,13 +67,7 @@ struct GraphServiceGroupTests {
 
     @Test func aFailingServiceBringsTheGroupDownWithAnErrorNamingIt() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal, c: Behaviour(fails: "disk full")))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", FakeServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(chain(journal, c: Behaviour(fails: "disk full")), journal: journal).group
         let found = errors(of: await start(group).value)
         let error = try #require(found.first as? GraphLifecycleError)
         #expect(error.service == "CKey")
@@ -95,13 +81,11 @@ struct GraphServiceGroupTests {
 
     @Test func aServiceThatReturnsBeforeTheShutdownIsAFailure() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal, b: Behaviour(exitsEarly: true)))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: nil,
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(
+            chain(journal, b: Behaviour(exitsEarly: true)),
+            journal: journal,
+            server: nil
+        ).group
         let found = errors(of: await start(group).value)
         let messages = found.map { "\($0)" }
         #expect(messages.contains("BKey stopped running before the service group was shut down"))
@@ -112,13 +96,12 @@ struct GraphServiceGroupTests {
 
     @Test func aServiceNeverSayingItIsRunningTimesOutItsDependents() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal, a: Behaviour(reportsRunning: false)))
-        let group = try GraphServiceGroup(
-            graph: graph,
+        let group = try await makeGroup(
+            chain(journal, a: Behaviour(reportsRunning: false)),
+            journal: journal,
             server: nil,
-            configuration: testConfiguration(readinessTimeout: .milliseconds(200)),
-            logger: testLogger
-        )
+            configuration: testConfiguration(readinessTimeout: .milliseconds(200))
+        ).group
         let found = errors(of: await start(group).value)
         let error = try #require(found.first as? GraphLifecycleError)
         #expect(error.service == "BKey")
@@ -128,13 +111,7 @@ struct GraphServiceGroupTests {
 
     @Test func aShutdownWhileWaitingToStartEndsCleanly() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal, a: Behaviour(waitsForRelease: true)))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: ("server", FakeServer(journal: journal)),
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(chain(journal, a: Behaviour(waitsForRelease: true)), journal: journal).group
         let run = start(group)
         try await journal.waitFor("run A")
         await group.triggerGracefulShutdown()
@@ -179,15 +156,16 @@ struct GraphServiceGroupTests {
         let journal = Journal()
         var configuration = testConfiguration(gracefulShutdown: .milliseconds(300))
         configuration.hookTimeout = .milliseconds(300)
-        let graph = try await GraphServiceGroup.build(
+        let group = try await makeGroup(
             chain(
                 journal,
                 b: Behaviour(willRemoveHangs: .seconds(5)),
                 c: Behaviour(ignoresGracefulShutdown: true)
             ),
+            journal: journal,
+            server: nil,
             configuration: configuration
-        )
-        let group = try GraphServiceGroup(graph: graph, server: nil, configuration: configuration, logger: testLogger)
+        ).group
         let run = start(group)
         try await journal.waitFor("running C")
         await group.triggerGracefulShutdown()
@@ -203,13 +181,7 @@ struct GraphServiceGroupTests {
 
     @Test func cancellingTheRunStillShutsTheGraphDown() async throws {
         let journal = Journal()
-        let graph = try await GraphServiceGroup.build(chain(journal))
-        let group = try GraphServiceGroup(
-            graph: graph,
-            server: nil,
-            configuration: testConfiguration(),
-            logger: testLogger
-        )
+        let group = try await makeGroup(chain(journal), journal: journal, server: nil).group
         let run = start(group)
         try await journal.waitFor("running C")
         run.cancel()

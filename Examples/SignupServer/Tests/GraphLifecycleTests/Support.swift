@@ -139,6 +139,33 @@ final class FakeServer: Service {
     }
 }
 
+/// The server a test's group starts last.
+enum TestServer: Sendable {
+    /// A ``FakeServer`` named "server".
+    case standIn
+    /// The test's own, under `name`.
+    case custom(String, any Service)
+}
+
+/// Builds the graph from `builder` and prepares a group for it, with `server` started last (none when
+/// `nil`) and `configuration` for both the build and the group. The test starts it with ``start(_:)``.
+func makeGroup(
+    _ builder: ServiceGraph.Builder,
+    journal: Journal,
+    server: TestServer? = .standIn,
+    configuration: GraphServiceGroup.Configuration = testConfiguration()
+) async throws -> (graph: ServiceGraph, group: GraphServiceGroup) {
+    let graph = try await GraphServiceGroup.build(builder, configuration: configuration)
+    let named: (name: String, service: any Service)? =
+        switch server {
+        case .standIn: ("server", FakeServer(journal: journal))
+        case .custom(let name, let service): (name, service)
+        case nil: nil
+        }
+    let group = try GraphServiceGroup(graph: graph, server: named, configuration: configuration, logger: testLogger)
+    return (graph, group)
+}
+
 /// Runs `group` in a task and returns it, to be awaited once the test has triggered the shutdown.
 func start(_ group: GraphServiceGroup) -> Task<Result<Void, any Error>, Never> {
     Task {
