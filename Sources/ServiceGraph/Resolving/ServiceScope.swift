@@ -411,7 +411,8 @@ public final class ServiceScope: Sendable {
             state.withLock { _ = $0.creating.removeValue(forKey: slot) }
             throw _core.failure(error, at: slot)
         }
-        let hooks = factory.claimedHooks(of: box, in: _core.hookClaims)
+        let claim = factory.claimHooks(of: box, for: slot, in: _core.hookClaims)
+        let hooks = claim.hooks
         if let hooks {
             do {
                 if inline {
