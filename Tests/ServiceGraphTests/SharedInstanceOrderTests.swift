@@ -224,4 +224,28 @@ struct SharedInstanceOrderTests {
         #expect(log.entries("willRemove ") == ["willRemove KC", "willRemove shared"])
         #expect(log.count(of: "didAdd shared") == 1)
     }
+
+    /// Two scoped keys hold the instance, and SC depends on it through the one that did not run its
+    /// hooks: while its `didAdd` runs, SC is not made, and SC is removed first.
+    @Test func aScopedInstanceUnderTwoKeysOutlivesTheDependentsOfEither() async throws {
+        let log = EventLog()
+        let shared = Probe("shared", log: log, waitsFor: "init KC")
+        var builder = ServiceGraph.Builder()
+        builder.provide(KA.self, lifetime: .scoped) { shared }
+        builder.provide(KB.self, lifetime: .scoped) { shared }
+        builder.provide(KC.self, lifetime: .scoped, dependsOn: KB.self) { _ in Probe("KC", log: log) }
+        let graph = try await withDeadline { [builder] in try await builder.build() }
+        let scope = try graph.makeScope()
+        try await withDeadline {
+            let first = Task { try await scope.resolve(KA.self) }
+            // KA's instance is starting: KC is asked for meanwhile.
+            for _ in 0..<10_000 where log.index(of: "starting shared") == nil { await Task.yield() }
+            _ = try await scope.resolve(KC.self)
+            _ = try await first.value
+        }
+        #expect(try log.position("didAdd shared") < log.position("init KC"))
+        try await withDeadline { try await scope.close() }
+        #expect(log.entries("willRemove ") == ["willRemove KC", "willRemove shared"])
+        try await graph.shutdown()
+    }
 }

@@ -412,6 +412,7 @@ public final class ServiceScope: Sendable {
             throw _core.failure(error, at: slot)
         }
         let claim = factory.claimHooks(of: box, for: slot, in: _core.hookClaims)
+        if case .held(let holder) = claim { await waitForCreation(of: holder, heldFor: slot) }
         let hooks = claim.hooks
         if let hooks {
             do {
@@ -432,6 +433,16 @@ public final class ServiceScope: Sendable {
             instances.publish(box, at: slot)
             state.created.append((slot, hooks))
         }
+    }
+
+    /// Waits until this scope's creation of the service at `holder`, whose hooks the instance made for
+    /// `slot` has too, has ended: the instance has started, and `slot`, published after, is released
+    /// before it, as is what depends on `slot`. No wait when the holder's own creation asked for `slot`
+    /// (it would be waiting for itself), or when another scope or the graph holds the instance.
+    private nonisolated(nonsending) func waitForCreation(of holder: Int, heldFor slot: Int) async {
+        guard holder != slot, !_ResolutionTrail.isMaking(holder, of: self) else { return }
+        guard let creation = state.withLock({ $0.creating[holder] }) else { return }
+        _ = try? await creation.wait()
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
