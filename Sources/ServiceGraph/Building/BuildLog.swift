@@ -11,6 +11,9 @@ struct BuildLog: Sendable {
     var didAddMicroseconds: [Int: Int32] = [:]
     /// Services whose `didAdd` succeeded, in the order they started.
     var started: [StartedService] = []
+    /// The singletons the build made that hand out an instance another one runs the hooks of: empty
+    /// unless an instance is provided under several keys.
+    var aliases: [HookAlias] = []
     /// Wall-clock time of the whole build.
     var totalDuration: Duration = .zero
 

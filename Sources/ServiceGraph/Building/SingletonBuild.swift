@@ -33,6 +33,9 @@ struct SingletonBuild {
     /// The tasks the build gave up on (timed out, or still at work when the build was cancelled), by
     /// slot: what they depend on is released only once they end.
     private var abandoned: [Int: Task<Void, Never>] = [:]
+    /// The singletons made that hand out an instance whose `didAdd` is still running (for its holder,
+    /// the key), finished once it has: what depends on them must not start before the instance.
+    private var awaitingHolder: [Int: [(slot: Int, box: _AnyBox, factory: Duration)]] = [:]
     private(set) var log: BuildLog
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
@@ -96,15 +99,16 @@ struct SingletonBuild {
             let createdOnFirstUse = core.deferredSingletons?.closeWithoutWaiting() ?? []
             let createdInUse = createdOnFirstUse.filter { inUse?[$0.slot] == true }
             let createdFree = createdOnFirstUse.filter { inUse?[$0.slot] != true }
+            let aliases = log.aliases + (core.deferredSingletons?.aliasesSoFar ?? [])
             problems += await Lifecycle.release(
-                DeferredSingletons.releaseOrder(with: now, and: createdFree, in: core),
+                Lifecycle.startOrder(of: now, and: createdFree, aliases: aliases, in: core),
                 of: core
             )
             // The singletons abandoned work may still read stay in their slots until it ends: a slot is
             // read unretained, so emptying it under a reader would free the instance as it is taken.
             core.releaseSingletons(keeping: inUse)
             releaseWhenAbandonedWorkEnds(
-                DeferredSingletons.releaseOrder(with: later, and: createdInUse, in: core),
+                Lifecycle.startOrder(of: later, and: createdInUse, aliases: aliases, in: core),
                 thenTheSingletonsKept: inUse != nil
             )
             let error = ServiceGraphError(problems)
@@ -131,6 +135,10 @@ struct SingletonBuild {
                 inUse[dependency] = true
                 stack.append(dependency)
             }
+        }
+        // An instance a service in use hands out is in use, whichever service runs its hooks.
+        for alias in log.aliases where inUse[alias.slot] {
+            inUse[alias.holder] = true
         }
         var now: [StartedService] = []
         var later: [StartedService] = []
@@ -161,6 +169,15 @@ struct SingletonBuild {
             reported.append(task)
             if let hooks { log.started.append(StartedService(slot: slot, hooks: hooks)) }
             finish(slot, box, factory: factory, didAdd: didAdd)
+            // The services handing out this instance too may now finish (rare: an instance under
+            // several keys, started while another key's factory returned it).
+            if hooks != nil, !awaitingHolder.isEmpty, let aliases = awaitingHolder.removeValue(forKey: slot) {
+                for alias in aliases { finish(alias.slot, alias.box, factory: alias.factory, didAdd: nil) }
+            }
+        case .aliased(let slot, let box, let holder, let factory):
+            guard let task = running.removeValue(forKey: slot) else { return }
+            reported.append(task)
+            alias(slot, box, heldBy: holder, factory: factory)
         case .failed(let slot, let error):
             guard let task = running.removeValue(forKey: slot) else { return }
             reported.append(task)
@@ -238,15 +255,32 @@ struct SingletonBuild {
         let elapsed = lap.duration(to: end)
         lap = end
         // A plain test first: making the hooks' existential is for the instances that have them.
-        if factory.hasHooks(box), let hooks = factory.claimedHooks(of: box, in: core.hookClaims) {
+        let claim = factory.hasHooks(box) ? factory.claimHooks(of: box, for: slot, in: core.hookClaims) : .none
+        switch claim {
+        case .claimed(let hooks):
             running[slot] = UnretainingTask.start { [core, inbox] in
                 await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
             }
             startCountingDown()
             lap = clock.now  // the switch is not the next factory's time
-        } else {
+        case .held(let holder):
+            alias(slot, box, heldBy: holder, factory: elapsed)
+        case .none:
             finish(slot, consume box, factory: elapsed, didAdd: nil)
         }
+    }
+
+    /// Records the service at `slot`, which hands out the instance whose hooks the service at `holder`
+    /// runs: it finishes once the instance has started (at once if it has, or if a singleton created on
+    /// first use holds it), so that what depends on it starts after the instance; and it is released
+    /// with it (``Lifecycle/startOrder(of:and:aliases:in:)``).
+    private mutating func alias(_ slot: Int, _ box: consuming _AnyBox, heldBy holder: Int, factory: Duration) {
+        if let alias = HookAlias(slot, heldBy: holder, in: core) { log.aliases.append(alias) }
+        guard running[holder] != nil else {
+            finish(slot, box, factory: factory, didAdd: nil)
+            return
+        }
+        awaitingHolder[holder, default: []].append((slot, box, factory))
     }
 
     /// Ends the first phase: from here on, a service starts when its last dependency is ready. The
@@ -296,11 +330,14 @@ struct SingletonBuild {
         // Too late: the build has given up on this factory, and its instance never started.
         guard deadline?.factoryFinished() ?? true else { return }
         let elapsed = start.duration(to: clock.now)
-        guard let hooks = factory.claimedHooks(of: box, in: core.hookClaims) else {
+        switch factory.claimHooks(of: box, for: slot, in: core.hookClaims) {
+        case .claimed(let hooks):
+            await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
+        case .held(let holder):
+            inbox.post(.aliased(slot: slot, box: box, holder: holder, factory: elapsed))
+        case .none:
             inbox.post(.created(slot: slot, box: box, hooks: nil, factory: elapsed, didAdd: nil))
-            return
         }
-        await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
     }
 
     /// Runs `didAdd` on a created instance whose hooks this graph claimed.
@@ -370,6 +407,8 @@ struct SingletonBuild {
 enum BuildStep: Sendable {
     /// Made and, if it has hooks this graph runs, started.
     case created(slot: Int, box: _AnyBox, hooks: InstanceHooks?, factory: Duration, didAdd: Duration?)
+    /// Made, handing out an instance whose hooks the service at `holder` runs.
+    case aliased(slot: Int, box: _AnyBox, holder: Int, factory: Duration)
     case failed(slot: Int, ServiceGraphError)
     /// The factory ran past the factory timeout; the build abandons it.
     case factoryTimedOut(slot: Int, limit: Duration)

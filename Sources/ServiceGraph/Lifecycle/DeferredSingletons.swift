@@ -5,7 +5,7 @@
 ///
 /// Creation runs the factory (within the factory timeout), then `didAdd`; a failure is not kept, so a
 /// later use tries again. The graph's shutdown refuses new creations, waits for those under way, and
-/// releases the created instances with the build's (``releaseOrder(with:in:)``).
+/// releases the created instances with the build's (``Lifecycle/startOrder(of:and:aliases:in:)``).
 final class DeferredSingletons: Sendable {
     private struct State {
         /// The creations under way, by slot.
@@ -14,6 +14,8 @@ final class DeferredSingletons: Sendable {
         var started: [StartedService] = []
         /// Every created instance's slot, in creation order (for dumps).
         var created: [Int] = []
+        /// The created instances that hand out one whose hooks another singleton runs.
+        var aliases: [HookAlias] = []
         var isClosed = false
         /// Whether the close waits for the creations under way (a shutdown) rather than leaving them to
         /// remove what they make (a failed build).
@@ -79,7 +81,8 @@ final class DeferredSingletons: Sendable {
             core.events.send(
                 ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
             )
-            let hooks = factory.claimedHooks(of: box, in: core.hookClaims)
+            let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims)
+            let hooks = claim.hooks
             if let hooks {
                 do {
                     try await Lifecycle.didAdd(hooks, of: slot, in: core)
@@ -96,6 +99,9 @@ final class DeferredSingletons: Sendable {
                 cells.publish(box, at: slot)
                 state.created.append(slot)
                 if let hooks { state.started.append(StartedService(slot: slot, hooks: hooks)) }
+                if case .held(let holder) = claim, let alias = HookAlias(slot, heldBy: holder, in: core) {
+                    state.aliases.append(alias)
+                }
                 return false
             }
             if isClosed {
@@ -129,6 +135,9 @@ final class DeferredSingletons: Sendable {
     /// The created instances whose hooks this graph runs so far, in creation order.
     var startedSoFar: [StartedService] { state.withLock { $0.started } }
 
+    /// The created instances so far that hand out one whose hooks another singleton runs.
+    var aliasesSoFar: [HookAlias] { state.withLock { $0.aliases } }
+
     /// Refuses new creations and waits for those under way (a failing one is forgotten as usual).
     ///
     /// - Returns: The created instances whose hooks this graph runs, in creation order.
@@ -139,42 +148,5 @@ final class DeferredSingletons: Sendable {
         }
         for task in creating { _ = try? await task.value }
         return state.withLock { $0.started }
-    }
-
-    /// The build's started services (`built`, in creation order) and the created ones (`created`), in
-    /// an order to start them in: each after everything it depends on through any edge, lazy ones
-    /// included, so that releasing in reverse removes a service before what it uses. The built keep
-    /// their relative order.
-    ///
-    /// - Complexity: O(services + edges) of the graph.
-    static func releaseOrder(
-        with built: [StartedService],
-        and created: [StartedService],
-        in core: _GraphCore
-    ) -> [StartedService] {
-        guard !created.isEmpty else { return built }
-        var hooks: [Int: StartedService] = [:]
-        for service in built + created { hooks[service.slot] = service }
-        var visited = [Bool](repeating: false, count: core.count)
-        var order: [StartedService] = []
-        // Depth first from each started service, in creation order, emitting a service once all its
-        // dependencies are emitted (post-order), from an explicit stack.
-        for root in built + created where !visited[root.slot] {
-            visited[root.slot] = true
-            var stack: [(slot: Int, dependencies: IndexingIterator<[Int]>)] = [
-                (root.slot, Array(core.dependencies(of: root.slot)).makeIterator())
-            ]
-            while !stack.isEmpty {
-                if let dependency = stack[stack.count - 1].dependencies.next() {
-                    guard !visited[dependency] else { continue }
-                    visited[dependency] = true
-                    stack.append((dependency, Array(core.dependencies(of: dependency)).makeIterator()))
-                } else {
-                    let slot = stack.removeLast().slot
-                    if let service = hooks[slot] { order.append(service) }
-                }
-            }
-        }
-        return order
     }
 }

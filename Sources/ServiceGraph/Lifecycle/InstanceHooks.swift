@@ -24,10 +24,30 @@ extension _AnyFactory {
         hooks(of: box).map(InstanceHooks.init)
     }
 
-    /// The hooks of the freshly made instance in `box` that `claims`' graph must run: nil when it has
-    /// none, or when that graph or an ancestor already runs them.
-    func claimedHooks(of box: _AnyBox, in claims: HookClaims) -> InstanceHooks? {
-        guard let hooks = instanceHooks(of: box), claims.claim(hooks) else { return nil }
+    /// Claims the hooks of the freshly made instance in `box`, made for the service at `slot`, in
+    /// `claims`' graph.
+    func claimHooks(of box: _AnyBox, for slot: Int, in claims: HookClaims) -> ClaimedHooks {
+        guard let hooks = instanceHooks(of: box) else { return .none }
+        switch claims.claim(hooks, for: slot) {
+        case .claimed: return .claimed(hooks)
+        case .heldByAncestor: return .none
+        case .held(let holder): return .held(by: holder)
+        }
+    }
+}
+
+/// The hooks of a freshly made instance, as its graph's ``HookClaims`` took them.
+enum ClaimedHooks {
+    /// It has none, or an ancestor graph runs them.
+    case none
+    /// This graph runs them, for this service.
+    case claimed(InstanceHooks)
+    /// This graph runs them for the service at `holder`.
+    case held(by: Int)
+
+    /// The hooks this service runs.
+    var hooks: InstanceHooks? {
+        guard case .claimed(let hooks) = self else { return nil }
         return hooks
     }
 }

@@ -188,7 +188,7 @@ extension _GraphCore {
                 if claimed[index].isOwned { claimed[first].isOwned = true }
                 continue
             }
-            if hookClaims.claim(hooks) {
+            if case .claimed = hookClaims.claim(hooks, for: claimed[index].slot) {
                 claimed[index].claimedHooks = hooks
                 if let identity = hooks.identity { claimer[identity] = index }
             } else if claimed[index].seed.isOwnedByScope {

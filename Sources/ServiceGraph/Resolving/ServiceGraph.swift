@@ -382,8 +382,9 @@ public final class ServiceGraph: Sendable {
         await waitForDependents()
         // Singletons created on first use are released with the build's, each before what it uses.
         let created = await _core.deferredSingletons?.close() ?? []
+        let aliases = log.aliases + (_core.deferredSingletons?.aliasesSoFar ?? [])
         found += await Lifecycle.release(
-            DeferredSingletons.releaseOrder(with: log.started, and: created, in: _core),
+            Lifecycle.startOrder(of: log.started, and: created, aliases: aliases, in: _core),
             of: _core
         )
         _core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))

@@ -358,14 +358,14 @@ public final class ServiceScope: Sendable {
         case .create(let creation):
             do {
                 if let made = try madeInPlace(slot) {
-                    if let hooks = made.hooks {
+                    if case .none = made.claim {
+                        publish(made.box, at: slot, hooks: nil)
+                    } else {
                         // Its `didAdd` may ask for the instance: in the trail, it is refused rather than
                         // waiting for itself.
                         try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
-                            try await add(made.box, at: slot, hooks: hooks, inline: true)
+                            try await add(made.box, at: slot, claim: made.claim, inline: true)
                         }
-                    } else {
-                        publish(made.box, at: slot, hooks: nil)
                     }
                 } else {
                     try await create(slot, inline: true)
@@ -408,7 +408,7 @@ public final class ServiceScope: Sendable {
     /// calls and the trail entry that ``create(_:inline:)`` takes. Nil, having run nothing, otherwise.
     ///
     /// Nothing in it can ask the scope for the instance again and wait: the factory cannot await.
-    private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, hooks: InstanceHooks?)? {
+    private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks)? {
         guard _core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
         let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
         do {
@@ -420,7 +420,7 @@ public final class ServiceScope: Sendable {
                         ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
                     )
                 }
-                return (box, factory.claimedHooks(of: box, in: _core.hookClaims))
+                return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims))
             }
         } catch {
             state.withLock { $0.creating.remove(slot) }
@@ -450,17 +450,20 @@ public final class ServiceScope: Sendable {
             state.withLock { $0.creating.remove(slot) }
             throw _core.failure(error, at: slot)
         }
-        try await add(box, at: slot, hooks: factory.claimedHooks(of: box, in: _core.hookClaims), inline: inline)
+        try await add(box, at: slot, claim: factory.claimHooks(of: box, for: slot, in: _core.hookClaims), inline: inline)
     }
 
-    /// Runs the `didAdd` of the instance just made at `slot`, if it has hooks this scope claimed, then
-    /// publishes it; on failure, gives the claim back and forgets the attempt.
+    /// Runs the `didAdd` of the instance just made at `slot`, if it has hooks this scope claimed (after
+    /// the creation of the service that holds them, if another one does), then publishes it; on
+    /// failure, gives the claim back and forgets the attempt.
     private nonisolated(nonsending) func add(
         _ box: _AnyBox,
         at slot: Int,
-        hooks: InstanceHooks?,
+        claim: ClaimedHooks,
         inline: Bool
     ) async throws {
+        if case .held(let holder) = claim { await waitForCreation(of: holder, heldFor: slot) }
+        let hooks = claim.hooks
         if let hooks {
             do {
                 if inline {
@@ -485,6 +488,16 @@ public final class ServiceScope: Sendable {
             instances.publish(box, at: slot)
             state.created.append((slot, hooks))
         }
+    }
+
+    /// Waits until this scope's creation of the service at `holder`, whose hooks the instance made for
+    /// `slot` has too, has ended: the instance has started, and `slot`, published after, is released
+    /// before it, as is what depends on `slot`. No wait when the holder's own creation asked for `slot`
+    /// (it would be waiting for itself), or when another scope or the graph holds the instance.
+    private nonisolated(nonsending) func waitForCreation(of holder: Int, heldFor slot: Int) async {
+        guard holder != slot, !_ResolutionTrail.isMaking(holder, of: self) else { return }
+        guard let creation = state.withLock({ $0.creating[holder] }) else { return }
+        _ = try? await creation.wait()
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
