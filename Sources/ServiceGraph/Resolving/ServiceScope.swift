@@ -450,7 +450,12 @@ public final class ServiceScope: Sendable {
             state.withLock { $0.creating.remove(slot) }
             throw _core.failure(error, at: slot)
         }
-        try await add(box, at: slot, claim: factory.claimHooks(of: box, for: slot, in: _core.hookClaims), inline: inline)
+        try await add(
+            box,
+            at: slot,
+            claim: factory.claimHooks(of: box, for: slot, in: _core.hookClaims),
+            inline: inline
+        )
     }
 
     /// Runs the `didAdd` of the instance just made at `slot`, if it has hooks this scope claimed (after
