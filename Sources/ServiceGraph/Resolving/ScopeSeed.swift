@@ -160,10 +160,13 @@ extension _GraphCore {
         for seed in seeds {
             guard let slot = slot(ofKeyID: ObjectIdentifier(seed.key)) else { return nil }
             // In slot order (an insertion sort: a scope has a few seeds), each slot once.
-            var index = placed.count
-            while index > 0 && placed[index - 1].slot > slot { index -= 1 }
+            placed.append(PlacedSeed(slot: slot, seed: seed))
+            var index = placed.count - 1
+            while index > 0 && placed[index - 1].slot > slot {
+                placed.swapAt(index - 1, index)
+                index -= 1
+            }
             if index > 0 && placed[index - 1].slot == slot { return nil }
-            placed.insert(PlacedSeed(slot: slot, seed: seed), at: index)
         }
         // As many distinct slots as the kind has seeds, in order: they are the kind's seeds if they match.
         for (placed, slot) in zip(placed, seedSlots) where placed.slot != slot { return nil }

@@ -55,6 +55,8 @@ public final class ServiceScope: Sendable {
         /// what they owned): this one's close waits for them all.
         var unfinishedChildren = 0
         var childWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The close waiting for the resolves in flight to return (see ``ResolveGate``).
+        var drainWaiter: CheckedContinuation<Void, Never>?
     }
 
     /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
@@ -173,6 +175,15 @@ public final class ServiceScope: Sendable {
             if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
             return try _core.valueSynchronously(at: slot, as: key, in: self)
         }
+        // A scoped instance whose factory is synchronous and whose dependencies are read in place is
+        // made here too: the first resolve in a request scope, without an asynchronous call.
+        if !_core.reportsResolves {
+            switch try _makeInPlace(at: slot) {
+            case .made(let box): return _unsafeValue(of: box, as: Key.Value.self)
+            case .adding(let made): return _unsafeValue(of: try await _add(made), as: Key.Value.self)
+            case .elsewhere: break
+            }
+        }
         return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: self), as: Key.Value.self)
     }
 
@@ -227,7 +238,13 @@ public final class ServiceScope: Sendable {
     /// One call for both, as the read of a created instance is the scope's hot path.
     @usableFromInline
     func _enter(at slot: Int) -> _Entry {
-        guard resolves.enter() else { return .refused }
+        switch resolves.enter() {
+        case .entered: break
+        case .refused: return .refused
+        case .refusedLast:
+            resumeDrainWaiter()
+            return .refused
+        }
         guard let box = instances.box(at: slot) else {
             // A service of an outer kind of scope, created in the outer scope: read in place too.
             if _core.slotScopeKinds != nil, let box = outerBox(at: slot) { return .created(box) }
@@ -277,7 +294,30 @@ public final class ServiceScope: Sendable {
     /// Ends a resolve started by ``_enter(at:)``.
     @usableFromInline
     func _leave() {
-        resolves.leave()
+        if resolves.leave() { resumeDrainWaiter() }
+    }
+
+    /// Resumes the close waiting for the resolves in flight, if it waits: the last one has left.
+    private func resumeDrainWaiter() {
+        let waiter = state.withLock { state in
+            defer { state.drainWaiter = nil }
+            return state.drainWaiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits until no resolve is in flight; only after `resolves.close()`, and by the one close.
+    private func resolvesDrained() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            // Checked under the lock that the last resolve takes to find the waiter, so that either it
+            // finds the waiter or this finds the resolves gone.
+            let isDrained = state.withLock { state in
+                if resolves.isDrained { return true }
+                state.drainWaiter = waiter
+                return false
+            }
+            if isDrained { waiter.resume() }
+        }
     }
 
     /// The box of the instance at `slot` if it is a scoped service already created (a seed always is),
@@ -361,8 +401,6 @@ public final class ServiceScope: Sendable {
                     if case .none = made.claim {
                         publish(made.box, at: slot, hooks: nil)
                     } else {
-                        // Its `didAdd` may ask for the instance: in the trail, it is refused rather than
-                        // waiting for itself.
                         try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
                             try await add(made.box, at: slot, claim: made.claim, inline: true)
                         }
@@ -400,6 +438,97 @@ public final class ServiceScope: Sendable {
         try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
             try await makeAndAdd(slot, inline: inline)
         }
+    }
+
+    /// What ``_makeInPlace(at:)`` did.
+    @usableFromInline
+    enum _InPlace {
+        /// Made and published: the box, kept alive by the resolve in flight.
+        case made(_AnyBox)
+        /// Made, with hooks to run (or to wait for) before it is published: ``_add(_:)`` finishes it.
+        case adding(_MadeInPlace)
+        /// Not a scoped service, or not one this call can make now: the asynchronous path's.
+        case elsewhere
+    }
+
+    /// A scoped instance made in place whose `didAdd` is still to run.
+    @usableFromInline
+    struct _MadeInPlace {
+        let owner: ServiceScope
+        let slot: Int
+        let box: _AnyBox
+        let claim: ClaimedHooks
+        let creation: InlineCreation
+    }
+
+    /// Makes the scoped instance at `slot` in place, without suspending, if it can be made so (see
+    /// ``madeInPlace(_:)``) and no one is making it: the first resolve of a request-scoped service.
+    @usableFromInline
+    func _makeInPlace(at slot: Int) throws -> _InPlace {
+        guard _core.lifetime(of: slot) == .scoped, _core.buffers.withFactory(at: slot, { $0.isSynchronous }) else {
+            return .elsewhere
+        }
+        return try _owner(of: slot).makeInPlaceIfFirst(slot)
+    }
+
+    private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
+        guard _core.readsDependenciesInPlace(of: slot, in: self) else { return .elsewhere }
+        let creation = state.withLock { state -> InlineCreation? in
+            // Closing, created or being made meanwhile: the asynchronous path reports or waits.
+            guard !state.closing.hasStarted, instances.box(at: slot) == nil, state.creating[slot] == nil else {
+                return nil
+            }
+            let creation = InlineCreation()
+            state.creating.append(.inline(creation), at: slot)
+            return creation
+        }
+        guard let creation else { return .elsewhere }
+        let made: (box: _AnyBox, claim: ClaimedHooks)
+        do {
+            guard let inPlace = try madeInPlace(slot) else {
+                // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's
+                // singletons stay: unreachable, but the asynchronous path would make it all the same.
+                state.withLock { $0.creating.remove(slot) }
+                creation.finish(throwing: nil)
+                return .elsewhere
+            }
+            made = inPlace
+        } catch {
+            creation.finish(throwing: error)
+            throw error
+        }
+        guard case .none = made.claim else {
+            return .adding(_MadeInPlace(owner: self, slot: slot, box: made.box, claim: made.claim, creation: creation))
+        }
+        publish(made.box, at: slot, hooks: nil)
+        creation.finish(throwing: nil)
+        return .made(made.box)
+    }
+
+    /// Runs the `didAdd` of an instance made in place, publishes it, and returns its box.
+    @usableFromInline
+    nonisolated(nonsending) func _add(_ made: _MadeInPlace) async throws -> _AnyBox {
+        try await made.owner.addMadeInPlace(made.box, at: made.slot, claim: made.claim, creation: made.creation)
+        return made.box
+    }
+
+    /// Runs the `didAdd` of the instance made in place at `slot` (in the trail: the hook may ask for
+    /// the instance, and is refused rather than waiting for itself), publishes it, and ends `creation`.
+    private nonisolated(nonsending) func addMadeInPlace(
+        _ box: _AnyBox,
+        at slot: Int,
+        claim: ClaimedHooks,
+        creation: InlineCreation
+    ) async throws {
+        do {
+            try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
+                try await add(box, at: slot, claim: claim, inline: true)
+            }
+        } catch {
+            creation.finish(throwing: error)
+            throw error
+        }
+        creation.finish(throwing: nil)
     }
 
     /// Makes the instance at `slot` in place, without suspending, when its factory is synchronous and
@@ -564,7 +693,7 @@ public final class ServiceScope: Sendable {
             // Once closing, no child is added: none unfinished then, none to wait for.
             if hasUnfinishedChildren { await waitForChildren() }
             resolves.close()
-            if !resolves.isDrained { await resolves.drained() }
+            if !resolves.isDrained { await resolvesDrained() }
             for creation in pending {
                 _ = try? await creation.wait()
             }
