@@ -26,7 +26,7 @@ final class DeferredSingletons: Sendable {
     private let state = Locked(State())
 
     init(core: _GraphCore) {
-        cells = _GraphCore.ScopeCells(layout: _GraphCore.ScopeLayout(core: core, where: core.isDeferred))
+        cells = _GraphCore.ScopeCells.make(layout: _GraphCore.ScopeLayout(core: core, where: core.isDeferred))
     }
 
     /// The created instance at `slot`, not retained; nil until it is created. The core keeps it until it

@@ -32,7 +32,7 @@ public final class ServiceScope: Sendable {
         case ready
         case wait(Creation)
         /// This call creates the instance, in its own task.
-        case create(InlineCreation)
+        case create(Creation.ID)
         case closed
     }
 
@@ -41,6 +41,8 @@ public final class ServiceScope: Sendable {
         /// ``_GraphCore/ScopeCells`` and leaves this list at once, so it holds no instance itself once
         /// done.
         var creating = CreationList()
+        /// The identity of the next creation run by a resolve (see ``Creation/inline(_:)``).
+        var nextCreationID: Creation.ID = 0
         /// Created instances in creation order; those with hooks must get `willRemove`.
         var created: [(slot: Int, hooks: InstanceHooks?)] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
@@ -57,6 +59,14 @@ public final class ServiceScope: Sendable {
         var childWaiters: [CheckedContinuation<Void, Never>] = []
         /// The close waiting for the resolves in flight to return (see ``ResolveGate``).
         var drainWaiter: CheckedContinuation<Void, Never>?
+
+        /// Records that the calling resolve makes the instance at `slot`, which no one is making.
+        mutating func startInlineCreation(at slot: Int) -> Creation.ID {
+            let id = nextCreationID
+            nextCreationID &+= 1
+            creating.append(.inline(id), at: slot)
+            return id
+        }
     }
 
     /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
@@ -74,7 +84,7 @@ public final class ServiceScope: Sendable {
         self.id = id
         self.kind = kind
         self.parent = parent
-        let instances = _GraphCore.ScopeCells(layout: layout)
+        let instances = _GraphCore.ScopeCells.make(layout: layout)
         var state = State()
         // Room for the seeds and a few scoped instances from the start, rather than growing on each.
         state.created.reserveCapacity(seeds.count + min(layout.count, 4))
@@ -375,6 +385,14 @@ public final class ServiceScope: Sendable {
     /// The box of the instance at `slot`, created by this call or by the one that was first to ask for
     /// it; or an error when the scope is closing.
     private nonisolated(nonsending) func madeBox(at slot: Int) async throws -> _GraphCore._PublishedBox {
+        while true {
+            if let box = try await madeBoxOnce(at: slot) { return box }
+        }
+    }
+
+    /// One look at the instance at `slot`, as ``madeBox(at:)``: nil when a creation run by another
+    /// resolve ended, with no instance, before this one could wait for it (it failed): look again.
+    private nonisolated(nonsending) func madeBoxOnce(at slot: Int) async throws -> _GraphCore._PublishedBox? {
         let step = state.withLock { state -> LookupStep in
             if state.closing.hasStarted { return .closed }
             // Created since the first look.
@@ -384,9 +402,7 @@ public final class ServiceScope: Sendable {
             // switch to (most of a request scope's cost). Nothing in it can be cut short by the caller's
             // cancellation but the `didAdd` hook, which runs in a task of its own (``addInline(_:_:to:)``).
             if _core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
-                let creation = InlineCreation()
-                state.creating.append(.inline(creation), at: slot)
-                return .create(creation)
+                return .create(state.startInlineCreation(at: slot))
             }
             let task = UnretainingTask.start { try await self.create(slot) }
             state.creating.append(.task(task), at: slot)
@@ -395,7 +411,7 @@ public final class ServiceScope: Sendable {
         switch step {
         case .ready:
             break
-        case .create(let creation):
+        case .create(let id):
             do {
                 if let made = try madeInPlace(slot) {
                     if case .none = made.claim {
@@ -409,14 +425,15 @@ public final class ServiceScope: Sendable {
                     try await create(slot, inline: true)
                 }
             } catch {
-                creation.finish(throwing: error)
+                finishInlineCreation(id, at: slot, throwing: error)
                 throw error
             }
-            creation.finish(throwing: nil)
+            finishInlineCreation(id, at: slot, throwing: nil)
         case .wait(let creation):
             // Being made by this task (or the one that asked for it): waiting would never end.
             if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
-            try await creation.wait()
+            try await wait(for: creation, at: slot)
+            if case .inline = creation, instances.box(at: slot) == nil, !resolves.isClosing { return nil }
         case .closed:
             throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
         }
@@ -458,7 +475,7 @@ public final class ServiceScope: Sendable {
         let slot: Int
         let box: _AnyBox
         let claim: ClaimedHooks
-        let creation: InlineCreation
+        let creation: Creation.ID
     }
 
     /// Makes the scoped instance at `slot` in place, without suspending, if it can be made so (see
@@ -473,14 +490,12 @@ public final class ServiceScope: Sendable {
 
     private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
         guard _core.readsDependenciesInPlace(of: slot, in: self) else { return .elsewhere }
-        let creation = state.withLock { state -> InlineCreation? in
+        let creation = state.withLock { state -> Creation.ID? in
             // Closing, created or being made meanwhile: the asynchronous path reports or waits.
             guard !state.closing.hasStarted, instances.box(at: slot) == nil, state.creating[slot] == nil else {
                 return nil
             }
-            let creation = InlineCreation()
-            state.creating.append(.inline(creation), at: slot)
-            return creation
+            return state.startInlineCreation(at: slot)
         }
         guard let creation else { return .elsewhere }
         let made: (box: _AnyBox, claim: ClaimedHooks)
@@ -488,20 +503,18 @@ public final class ServiceScope: Sendable {
             guard let inPlace = try madeInPlace(slot) else {
                 // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's
                 // singletons stay: unreachable, but the asynchronous path would make it all the same.
-                state.withLock { $0.creating.remove(slot) }
-                creation.finish(throwing: nil)
+                finishInlineCreation(creation, at: slot, throwing: nil)
                 return .elsewhere
             }
             made = inPlace
         } catch {
-            creation.finish(throwing: error)
+            finishInlineCreation(creation, at: slot, throwing: error)
             throw error
         }
         guard case .none = made.claim else {
             return .adding(_MadeInPlace(owner: self, slot: slot, box: made.box, claim: made.claim, creation: creation))
         }
         publish(made.box, at: slot, hooks: nil)
-        creation.finish(throwing: nil)
         return .made(made.box)
     }
 
@@ -518,17 +531,16 @@ public final class ServiceScope: Sendable {
         _ box: _AnyBox,
         at slot: Int,
         claim: ClaimedHooks,
-        creation: InlineCreation
+        creation: Creation.ID
     ) async throws {
         do {
             try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
                 try await add(box, at: slot, claim: claim, inline: true)
             }
         } catch {
-            creation.finish(throwing: error)
+            finishInlineCreation(creation, at: slot, throwing: error)
             throw error
         }
-        creation.finish(throwing: nil)
     }
 
     /// Makes the instance at `slot` in place, without suspending, when its factory is synchronous and
@@ -552,8 +564,7 @@ public final class ServiceScope: Sendable {
                 return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims))
             }
         } catch {
-            state.withLock { $0.creating.remove(slot) }
-            throw _core.failure(error, at: slot)
+            throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
         }
     }
 
@@ -573,11 +584,12 @@ public final class ServiceScope: Sendable {
                 )
             }
         } catch let timeout as FactoryTimedOut {
-            state.withLock { $0.creating.remove(slot) }
-            throw ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))
+            throw forgetCreation(
+                at: slot,
+                failing: ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))
+            )
         } catch {
-            state.withLock { $0.creating.remove(slot) }
-            throw _core.failure(error, at: slot)
+            throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
         }
         try await add(
             box,
@@ -608,8 +620,7 @@ public final class ServiceScope: Sendable {
                 }
             } catch {
                 _core.hookClaims.giveBack(hooks)
-                state.withLock { $0.creating.remove(slot) }
-                throw error
+                throw forgetCreation(at: slot, failing: error)
             }
         }
         publish(box, at: slot, hooks: hooks)
@@ -617,10 +628,40 @@ public final class ServiceScope: Sendable {
 
     /// Publishes the instance made at `slot`, its `didAdd` run: resolves read it from now on.
     private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?) {
-        state.withLock { state in
-            state.creating.remove(slot)
+        let waiters = state.withLock { state in
             instances.publish(box, at: slot)
             state.created.append((slot, hooks))
+            return state.creating.remove(slot)
+        }
+        waiters.resume(throwing: nil)
+    }
+
+    /// Forgets the failed creation at `slot`, so that a later resolve tries again, and fails those
+    /// waiting for it with `error`, which it returns.
+    private func forgetCreation(at slot: Int, failing error: any Error) -> any Error {
+        state.withLock { $0.creating.remove(slot) }.resume(throwing: error)
+        return error
+    }
+
+    /// Ends the creation `id` of the instance at `slot` run by a resolve, if it has not ended (by
+    /// ``publish(_:at:hooks:)`` or ``forgetCreation(at:failing:)``), and resumes those waiting.
+    private func finishInlineCreation(_ id: Creation.ID, at slot: Int, throwing error: (any Error)?) {
+        state.withLock { $0.creating.finish(id, at: slot) }.resume(throwing: error)
+    }
+
+    /// Waits until `creation`, of the instance at `slot`, has ended (not cancellable, as `Task.value` is
+    /// not).
+    ///
+    /// - Throws: The creation's error.
+    private nonisolated(nonsending) func wait(for creation: Creation, at slot: Int) async throws {
+        switch creation {
+        case .task(let task):
+            try await task.value
+        case .inline(let id):
+            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+                // Ended meanwhile: the caller reads what it left (the instance, or none).
+                if !state.withLock({ $0.creating.addWaiter(waiter, to: id, at: slot) }) { waiter.resume() }
+            }
         }
     }
 
@@ -631,7 +672,7 @@ public final class ServiceScope: Sendable {
     private nonisolated(nonsending) func waitForCreation(of holder: Int, heldFor slot: Int) async {
         guard holder != slot, !_ResolutionTrail.isMaking(holder, of: self) else { return }
         guard let creation = state.withLock({ $0.creating[holder] }) else { return }
-        _ = try? await creation.wait()
+        _ = try? await wait(for: creation, at: holder)
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``
@@ -661,7 +702,7 @@ public final class ServiceScope: Sendable {
         enum Role {
             /// Close: the creations to wait for, the scopes opened from this one, and whether any of
             /// those has not finished.
-            case close([Creation], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
+            case close([(slot: Int, creation: Creation)], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
             case wait
             case done
         }
@@ -694,8 +735,8 @@ public final class ServiceScope: Sendable {
             if hasUnfinishedChildren { await waitForChildren() }
             resolves.close()
             if !resolves.isDrained { await resolvesDrained() }
-            for creation in pending {
-                _ = try? await creation.wait()
+            for (slot, creation) in pending {
+                _ = try? await wait(for: creation, at: slot)
             }
             let (created, callerSeedClaims) = state.withLock { state in
                 defer {
@@ -704,8 +745,6 @@ public final class ServiceScope: Sendable {
                 }
                 return (state.created, state.callerSeedClaims)
             }
-            // In creation order, taken out of the table: no resolve reads it any more.
-            var boxes = created.compactMap { instances.take($0.slot) }
             let started = created.compactMap { entry in
                 entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
             }
@@ -713,8 +752,9 @@ public final class ServiceScope: Sendable {
                 started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
             for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
             if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
-            // Drop the scope's references most recent first, as the hooks ran.
-            while !boxes.isEmpty { boxes.removeLast() }
+            // The scope's references dropped most recent first, as the hooks ran (no resolve reads
+            // the table any more: new ones are refused, and those in flight have returned).
+            for entry in created.reversed() { _ = instances.take(entry.slot) }
             let waiters = state.withLock { $0.closing.finish(with: problems) }
             let dependentsWaiters = graph?.scopeFinished(id)
             dependentsWaiters?.resume()
@@ -897,27 +937,39 @@ private final class DroppedScope: Sendable {
 /// A scoped instance being created, for the resolves that ask for it meanwhile and for the scope's
 /// close to wait on.
 enum Creation: Sendable {
+    /// A creation run by a resolve, told apart from a later one of the same slot.
+    typealias ID = UInt64
+
     /// Created in a task of its own: an asynchronous factory, which the first resolve's cancellation
     /// must not cut short for the others.
     case task(Task<Void, any Error>)
-    /// Created by the first resolve, in its own task: a synchronous factory.
-    case inline(InlineCreation)
-
-    /// Waits until the creation has ended (not cancellable, as `Task.value` is not).
-    ///
-    /// - Throws: The creation's error.
-    func wait() async throws {
-        switch self {
-        case .task(let task): try await task.value
-        case .inline(let creation): try await creation.wait()
-        }
-    }
+    /// Created by the first resolve, in its own task: a synchronous factory. Those waiting for it wait
+    /// in the scope's ``CreationList``, under its lock: no allocation of its own.
+    case inline(ID)
 }
 
-/// A scope's creations in flight, by slot: a short list searched in place (a scope makes a few
-/// instances at a time, and a table would hash on every creation).
+/// A scope's creations in flight, by slot, with those waiting for the ones resolves run: a short list
+/// searched in place (a scope makes a few instances at a time, and a table would hash on every
+/// creation).
 struct CreationList {
-    private var entries: [(slot: Int, creation: Creation)] = []
+    private struct Entry {
+        let slot: Int
+        let creation: Creation
+        var waiters = Waiters()
+    }
+
+    /// Those waiting for a creation run by a resolve, to resume once out of the scope's lock.
+    struct Waiters {
+        fileprivate var continuations: [CheckedContinuation<Void, any Error>] = []
+
+        func resume(throwing error: (any Error)?) {
+            for waiter in continuations {
+                if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+            }
+        }
+    }
+
+    private var entries: [Entry] = []
 
     subscript(slot: Int) -> Creation? {
         entries.first { $0.slot == slot }?.creation
@@ -926,53 +978,34 @@ struct CreationList {
     var isEmpty: Bool { entries.isEmpty }
 
     /// Every creation in flight.
-    var all: [Creation] { entries.map(\.creation) }
+    var all: [(slot: Int, creation: Creation)] { entries.map { ($0.slot, $0.creation) } }
 
     /// Adds the creation of the instance at `slot`, which has none in flight.
     mutating func append(_ creation: Creation, at slot: Int) {
-        entries.append((slot, creation))
+        entries.append(Entry(slot: slot, creation: creation))
     }
 
-    /// Removes the creation at `slot`, if there is one.
-    mutating func remove(_ slot: Int) {
-        if let index = entries.firstIndex(where: { $0.slot == slot }) { entries.remove(at: index) }
-    }
-}
-
-/// The end of a creation run by a resolve in its own task, for others to wait on.
-final class InlineCreation: Sendable {
-    private enum State {
-        case running([CheckedContinuation<Void, any Error>])
-        case finished((any Error)?)
+    /// Removes the creation at `slot`, if there is one, with those waiting for it.
+    mutating func remove(_ slot: Int) -> Waiters {
+        guard let index = entries.firstIndex(where: { $0.slot == slot }) else { return Waiters() }
+        return entries.remove(at: index).waiters
     }
 
-    private let state = Locked(State.running([]))
-
-    /// Ends the creation, with its error or none, and resumes those waiting.
-    func finish(throwing error: (any Error)?) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard case .running(let waiters) = state else { return [] }
-            state = .finished(error)
-            return waiters
-        }
-        for waiter in waiters {
-            if let error { waiter.resume(throwing: error) } else { waiter.resume() }
-        }
+    /// Removes the creation `id` at `slot` if it is still in flight (not a later one), with those
+    /// waiting for it.
+    mutating func finish(_ id: Creation.ID, at slot: Int) -> Waiters {
+        guard let index = entries.firstIndex(where: { $0.slot == slot }),
+            case .inline(let found) = entries[index].creation, found == id
+        else { return Waiters() }
+        return entries.remove(at: index).waiters
     }
 
-    func wait() async throws {
-        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
-            let finished = state.withLock { state -> (any Error)?? in
-                switch state {
-                case .finished(let error): return .some(error)
-                case .running(var waiters):
-                    waiters.append(waiter)
-                    state = .running(waiters)
-                    return .none
-                }
-            }
-            guard let finished else { return }
-            if let error = finished { waiter.resume(throwing: error) } else { waiter.resume() }
-        }
+    /// Adds `waiter` to those waiting for the creation `id` at `slot`; false when it has ended.
+    mutating func addWaiter(_ waiter: CheckedContinuation<Void, any Error>, to id: Creation.ID, at slot: Int) -> Bool {
+        guard let index = entries.firstIndex(where: { $0.slot == slot }),
+            case .inline(let found) = entries[index].creation, found == id
+        else { return false }
+        entries[index].waiters.continuations.append(waiter)
+        return true
     }
 }

@@ -11,28 +11,42 @@ extension _GraphCore {
     /// holds a cell's box without retaining it (``_PublishedBox``) is always inside a resolve the close
     /// waits for. The table owns one retain of each published box (taken in ``publish(_:at:)``, given
     /// back by whoever takes it out with ``take(_:)``).
-    final class ScopeCells: @unchecked Sendable {
+    struct ScopeCells: @unchecked Sendable {
+        /// One cell per scoped slot, in the order of ``ScopeLayout``, in the storage object's own
+        /// memory: a scope's table is one allocation.
+        private let storage: Storage
+        /// The storage's header and first cell, kept here: read on every resolve of a scoped instance,
+        /// where the header's property would be an exclusivity check and a retain.
         private let layout: ScopeLayout
-        /// One cell per scoped slot, in the order of ``ScopeLayout``; raw memory because `Atomic` cannot
-        /// live in an `Array`.
         private let cells: UnsafeMutablePointer<Atomic<Unmanaged<_AnyBox>?>>
 
-        init(layout: ScopeLayout) {
-            self.layout = layout
-            // Safety: allocated and initialized here, deinitialized and freed in `deinit`.
-            cells = .allocate(capacity: max(layout.count, 1))
-            for index in 0..<layout.count {
-                (cells + index).initialize(to: Atomic(nil))
+        private final class Storage: ManagedBuffer<ScopeLayout, Atomic<Unmanaged<_AnyBox>?>> {
+            deinit {
+                let count = header.count
+                withUnsafeMutablePointerToElements { cells in
+                    for index in 0..<count {
+                        // Every box is taken out by the scope's close or deinit; this only guards
+                        // against a leak.
+                        cells[index].exchange(nil, ordering: .relaxed)?.release()
+                    }
+                    cells.deinitialize(count: count)
+                }
             }
         }
 
-        deinit {
-            for index in 0..<layout.count {
-                // Every box is taken out by the scope's close or deinit; this only guards against a leak.
-                cells[index].exchange(nil, ordering: .relaxed)?.release()
+        static func make(layout: ScopeLayout) -> ScopeCells {
+            // Safety: `create` makes an instance of the class it is called on; the cells are initialized
+            // here and deinitialized in the storage's `deinit`.
+            let storage = unsafeDowncast(
+                Storage.create(minimumCapacity: max(layout.count, 1)) { _ in layout },
+                to: Storage.self
+            )
+            storage.withUnsafeMutablePointerToElements { cells in
+                for index in 0..<layout.count { (cells + index).initialize(to: Atomic(nil)) }
             }
-            cells.deinitialize(count: layout.count)
-            cells.deallocate()
+            // Safety: the pointer stays valid while the storage lives, which this table keeps.
+            let cells = storage.withUnsafeMutablePointerToElements { $0 }
+            return ScopeCells(storage: storage, layout: layout, cells: cells)
         }
 
         /// The cell of the scoped service at `slot`.
