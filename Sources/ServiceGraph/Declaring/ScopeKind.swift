@@ -49,6 +49,13 @@ public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
         self.names = names
     }
 
+    /// Whether scopes of this kind are opened from scopes of `outer`, or from the graph when `outer` is
+    /// nil: ``parent`` `== outer`, without making the parent (checked on every scope opened).
+    func isOpened(from outer: ScopeKind?) -> Bool {
+        guard let outer else { return names.count == 1 }
+        return names.count == outer.names.count + 1 && names.dropFirst().elementsEqual(outer.names)
+    }
+
     /// Whether scopes of this kind are this kind or inside scopes of `outer` (at any depth).
     func isWithin(_ outer: ScopeKind) -> Bool {
         names.count >= outer.names.count && names.suffix(outer.names.count).elementsEqual(outer.names)

@@ -249,7 +249,7 @@ extension _GraphCore {
                 )
             )
         }
-        guard kind.parent == outerKind else {
+        guard kind.isOpened(from: outerKind) else {
             let place = outerKind.map { "a \($0) scope" } ?? "the graph"
             let opener =
                 kind.parent.map { "a \($0) scope: use makeScope(_:seeding:) on one" }
