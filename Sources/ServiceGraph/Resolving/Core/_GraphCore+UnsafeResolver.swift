@@ -343,30 +343,31 @@ extension _GraphCore {
         }
     }
 
-    /// The dependencies of `slot` that are not created singletons, each awaited in declaration order: what
-    /// the factory's thunk then reads without suspending. Nil when every dependency is a singleton.
+    /// Whether the dependency `dependency`, at `position` in its dependent's list, is read in place by
+    /// the factory's thunk, with nothing to make or await first: a created singleton; a lazy or provider
+    /// edge, whose thunk takes a handle (`_nextHandle`); or a seed of `scope`
+    /// (`_UnsafeResolver.seedBox(at:)`).
+    private func isReadInPlace(_ dependency: Int, at position: Int, in scope: ServiceScope?) -> Bool {
+        if buffers.singletonBox(at: dependency) != nil { return true }
+        if edgeKinds?[position].isHandle == true { return true }
+        guard let scope, lifetime(of: dependency) == .scoped, isSeed(dependency) else { return false }
+        return scope._publishedBox(at: dependency) != nil
+    }
+
+    /// Whether every dependency of the service at `slot` is read in place in `scope` (see
+    /// ``isReadInPlace(_:at:in:)``): ``preparedDependencies(of:in:)`` would prepare nothing.
+    func readsDependenciesInPlace(of slot: Int, in scope: ServiceScope) -> Bool {
+        let start = Int(buffers.dependencyStart[slot])
+        let end = Int(buffers.dependencyStart[slot + 1])
+        return (start..<end).allSatisfy { isReadInPlace(Int(buffers.dependencySlots[$0]), at: $0, in: scope) }
+    }
+
+    /// The dependencies of `slot` that are not read in place, each awaited in declaration order: what
+    /// the factory's thunk then reads without suspending. Nil when there are none.
     ///
     /// This is where the asynchronous path suspends, once per dependency that must be awaited, so that no
     /// factory needs an asynchronous thunk of its own for its dependencies.
     @usableFromInline
-    /// Whether every dependency of the service at `slot` is read in place by its factory's thunk in
-    /// `scope`, with nothing to make or await first: a created singleton, a lazy or provider handle, or
-    /// a seed of the scope. ``preparedDependencies(of:in:)`` then prepares nothing.
-    func readsDependenciesInPlace(of slot: Int, in scope: ServiceScope) -> Bool {
-        let start = Int(buffers.dependencyStart[slot])
-        let end = Int(buffers.dependencyStart[slot + 1])
-        for position in start..<end {
-            let dependency = Int(buffers.dependencySlots[position])
-            if buffers.singletonBox(at: dependency) != nil { continue }
-            if edgeKinds?[position].isHandle == true { continue }
-            if lifetime(of: dependency) == .scoped, isSeed(dependency), scope._publishedBox(at: dependency) != nil {
-                continue
-            }
-            return false
-        }
-        return true
-    }
-
     nonisolated(nonsending) func preparedDependencies(
         of slot: Int,
         in scope: ServiceScope?
@@ -376,18 +377,10 @@ extension _GraphCore {
         let end = Int(buffers.dependencyStart[slot + 1])
         for position in start..<end {
             let dependency = Int(buffers.dependencySlots[position])
-            if buffers.singletonBox(at: dependency) != nil { continue }
-            // A provider or lazy edge makes nothing now: the thunk takes a handle (`_nextHandle`).
-            if edgeKinds?[position].isHandle == true { continue }
+            if isReadInPlace(dependency, at: position, in: scope) { continue }
             // A singleton created on first use is created here if need be, and read in place.
             if isDeferred(dependency), let deferredSingletons {
                 _ = try await deferredSingletons.box(at: dependency, in: self)
-                continue
-            }
-            // A seed is read in place by the factory's thunk (`_UnsafeResolver.seedBox(at:)`).
-            if let scope, lifetime(of: dependency) == .scoped, isSeed(dependency),
-                scope._publishedBox(at: dependency) != nil
-            {
                 continue
             }
             let box = try await awaitedBox(at: dependency, in: scope, startsChain: false)
