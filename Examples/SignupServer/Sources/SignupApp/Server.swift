@@ -69,32 +69,11 @@ enum LoadCheckRoutes {
         }
         // Hand-wired: the repository read once, the service made by hand for each request.
         let repository = graph[SignupRepositoryKey.self]
-        scoped.get("/load/open/:id") { _, context -> Signup in
-            let id = try context.parameters.require("id", as: Int.self)
-            let service = SignupService(repository: repository, logger: context.logger)
-            guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
-            return signup
-        }
-        direct.add(middleware: NoopMiddleware()).get("/load/mw/:id") { _, context -> Signup in
-            let id = try context.parameters.require("id", as: Int.self)
-            let service = SignupService(repository: repository, logger: context.logger)
-            guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
-            return signup
-        }
         direct.get("/load/direct/:id") { _, context -> Signup in
             let id = try context.parameters.require("id", as: Int.self)
             let service = SignupService(repository: repository, logger: context.logger)
             guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
             return signup
         }
-    }
-}
-
-struct NoopMiddleware: RouterMiddleware {
-    typealias Context = AppRequestContext
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var context = context
-        context.scope = nil
-        return try await next(request, context)
     }
 }
