@@ -417,9 +417,7 @@ public final class ServiceScope: Sendable {
                     if case .none = made.claim {
                         publish(made.box, at: slot, hooks: nil)
                     } else {
-                        try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
-                            try await add(made.box, at: slot, claim: made.claim, inline: true)
-                        }
+                        try await addMadeInPlace(made.box, at: slot, claim: made.claim, creation: id)
                     }
                 } else {
                     try await create(slot, inline: true)
