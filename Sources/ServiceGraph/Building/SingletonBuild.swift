@@ -36,14 +36,18 @@ struct SingletonBuild {
     /// The singletons made that hand out an instance whose `didAdd` is still running (for its holder,
     /// the key), finished once it has: what depends on them must not start before the instance.
     private var awaitingHolder: [Int: [(slot: Int, box: _AnyBox, factory: Duration)]] = [:]
+    /// For the next generation of a graph: the singletons it takes over from the current one, by slot,
+    /// placed as they are (no factory, no hook) when their turn comes.
+    private var adopted: [Int: _AnyBox]
     private(set) var log: BuildLog
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
     private let inbox = BuildInbox()
 
-    init(plan: GraphPlan, core: _GraphCore) {
+    init(plan: GraphPlan, core: _GraphCore, adopting adopted: [Int: _AnyBox] = [:]) {
         self.core = core
         self.plan = plan
+        self.adopted = adopted
         self.log = BuildLog()
     }
 
@@ -222,6 +226,10 @@ struct SingletonBuild {
                 nextReady += 1
                 if nextReady & 63 == 0 { isCancelled = Task.isCancelled }
             }
+            if !adopted.isEmpty, let box = adopted.removeValue(forKey: slot) {
+                finish(slot, box, factory: .zero, didAdd: nil, isAdopted: true)
+                continue
+            }
             startService(slot, with: providers[slot].factory, in: core, lap: &lap)
         }
     }
@@ -377,9 +385,15 @@ struct SingletonBuild {
     }
 
     /// Records a ready service and makes its dependents ready when it was their last dependency.
-    private mutating func finish(_ slot: Int, _ box: consuming _AnyBox, factory: Duration, didAdd: Duration?) {
+    private mutating func finish(
+        _ slot: Int,
+        _ box: consuming _AnyBox,
+        factory: Duration,
+        didAdd: Duration?,
+        isAdopted: Bool = false
+    ) {
         core.storeSingleton(box, at: slot)
-        if core.events.isEnabled(.serviceCreated) {
+        if !isAdopted && core.events.isEnabled(.serviceCreated) {
             core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         }
         log.noteFactory(slot, took: factory)

@@ -31,6 +31,8 @@ extension ServiceGraph {
         }
         /// Where `registrations` are in their history (see ``RegistrationsRevision``).
         private var lineage = RegistrationsLineage()
+        /// Every key ``remove(_:)`` took out, for an update to count as changed (see ``LiveGraph``).
+        var removedKeys: [ObjectIdentifier: any ServiceKey.Type] = [:]
         /// Keys declared as used from outside the graph (see `declareEntryPoints`).
         var entryPoints: Set<ObjectIdentifier> = []
         /// The last validated plan, so `validate()` then `build()` validates once.

@@ -42,6 +42,9 @@ public final class ServiceGraph: Sendable {
         /// down (including ones being built); the shutdown waits for them all.
         var unfinished = 0
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
+        /// For a generation a ``LiveGraph`` has replaced: the singletons the next generation took over,
+        /// by slot, which this one's shutdown leaves to it.
+        var handedOver: [Bool]?
     }
 
     init(core: _GraphCore, log: BuildLog, parent: ServiceGraph?, childID: Int, requiresShutdown: Bool) {
@@ -363,6 +366,23 @@ public final class ServiceGraph: Sendable {
 
     /// The one shutdown of this graph, run in the caller's task: no task object outlives the release
     /// holding the instances it released.
+    /// Retires this generation once a ``LiveGraph`` has committed the next one, which took over the
+    /// singletons `handedOver` marks (by slot): waits until the scopes opened on this generation, and
+    /// its child graphs, have finished on their own, then shuts it down, releasing the rest of its
+    /// singletons in reverse order.
+    ///
+    /// - Returns: Every `willRemove` failure.
+    func retire(handingOver handedOver: [Bool]) async -> [ServiceGraphError.Problem] {
+        state.withLock { $0.handedOver = handedOver }
+        await waitForDependents()
+        do {
+            try await shutdown()
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
     private nonisolated(nonsending) func runShutdown(
         children: [ServiceGraph],
         scopes: [ServiceScope]
@@ -382,9 +402,14 @@ public final class ServiceGraph: Sendable {
         await waitForDependents()
         // Singletons created on first use are released with the build's, each before what it uses.
         let created = await _core.deferredSingletons?.close() ?? []
-        let aliases = log.aliases + (_core.deferredSingletons?.aliasesSoFar ?? [])
+        var started = log.started
+        var aliases = log.aliases + (_core.deferredSingletons?.aliasesSoFar ?? [])
+        if let handedOver = state.withLock({ $0.handedOver }) {
+            started.removeAll { handedOver[$0.slot] }
+            aliases.removeAll { handedOver[$0.slot] || handedOver[$0.holder] }
+        }
         found += await Lifecycle.release(
-            Lifecycle.startOrder(of: log.started, and: created, aliases: aliases, in: _core),
+            Lifecycle.startOrder(of: started, and: created, aliases: aliases, in: _core),
             of: _core
         )
         _core.events.send(ServiceGraphEvent(.shutdownFinished, duration: start.duration(to: .now)))

@@ -1,0 +1,49 @@
+/// What an update of a ``LiveGraph`` does, or would do: which keys it changes, which singletons the
+/// next generation makes again and which it takes over from the current one.
+///
+/// ``LiveGraph/plan(_:)`` returns one without running anything (a dry run); ``LiveGraph/update(_:)``
+/// returns the one it committed.
+///
+/// ```swift
+/// let plan = try live.plan { $0.override(ConfigKey.self) { reloaded } }
+/// print(plan)
+/// // generation 2: changes Config
+/// //   rebuilt (2): Config, Mailer
+/// //   shared (1): Database
+/// ```
+public struct GraphUpdatePlan: Sendable, CustomStringConvertible {
+    /// The number of the generation the update makes (the first graph is generation 1).
+    public let generation: Int
+    /// The keys the change set provides, overrides, contributes to, decorates or removes.
+    public let changed: [String]
+    /// The singletons the next generation makes (again, or for the first time), in dependency order.
+    public let rebuilt: [String]
+    /// The singletons the next generation takes over from the current one, the same instances: no
+    /// hook runs on them.
+    public let shared: [String]
+    /// The keys the next generation has and the current one does not.
+    public let added: [String]
+    /// The keys the current generation has and the next one does not.
+    public let removed: [String]
+
+    init(generation: Int, plan: GraphPlan, current: GraphPlan, diff: GenerationDiff) {
+        self.generation = generation
+        changed = diff.changed
+        let lifetimes = plan.lifetimes
+        rebuilt = plan.order.filter { lifetimes[$0] == .singleton && diff.affected[$0] && plan.deferred?[$0] != true }
+            .map { plan.name($0) }
+        let adopted = Set(diff.adopted.map(\.next))
+        shared = plan.order.filter { adopted.contains($0) }.map { plan.name($0) }
+        added = diff.added.map { plan.name($0) }
+        removed = diff.removed.map { current.name($0) }
+    }
+
+    public var description: String {
+        func line(_ title: String, _ names: [String]) -> String {
+            "\n  \(title) (\(names.count))" + (names.isEmpty ? "" : ": " + names.joined(separator: ", "))
+        }
+        return "generation \(generation): changes "
+            + (changed.isEmpty ? "nothing" : changed.joined(separator: ", "))
+            + line("rebuilt", rebuilt) + line("shared", shared) + line("added", added) + line("removed", removed)
+    }
+}

@@ -1,0 +1,199 @@
+/// A graph that changes while the program runs: each update derives the next generation from the
+/// current one with a change set (services overridden, added or removed), validates it as a whole,
+/// makes again only what the change reaches, and commits it.
+///
+/// ```swift
+/// let live = try await LiveGraph(builder)                           // generation 1
+/// try await live.update { $0.override(ConfigKey.self) { reloaded } } // generation 2
+/// let mailer = live.current[MailerKey.self]                          // made with the new config
+/// ```
+///
+/// An update:
+/// - validates the whole next graph first, reporting every problem at once (the same messages as
+///   ``ServiceGraph/Builder/validate()``); removing a key a service still requires names that service;
+/// - makes again the changed services and everything that depends on them, transitively, in dependency
+///   order, with `didAdd`; the other singletons are shared: the next generation takes the same
+///   instances over, and no hook runs on them;
+/// - is transactional: if a factory or a `didAdd` fails, what it made is released in reverse order and
+///   the current generation keeps serving, untouched;
+/// - on commit, ``current`` is the new generation, and the replaced generation retires on its own:
+///   once every scope opened on it has closed, its instances that were not shared get `willRemove`,
+///   in reverse dependency order.
+///
+/// Updates are serialized: one that starts while another runs waits for it, and derives its
+/// generation from the one the other committed.
+public final class LiveGraph: Sendable {
+    private struct State {
+        var builder: ServiceGraph.Builder
+        var graph: ServiceGraph
+        var generation: Int
+        /// The replaced generations still retiring.
+        var retiring: [Int: Task<[ServiceGraphError.Problem], Never>] = [:]
+        /// What retired generations' `willRemove` hooks reported, for ``shutdown()``.
+        var retirementProblems: [ServiceGraphError.Problem] = []
+        var isShutDown = false
+    }
+
+    private let state: Locked<State>
+    private let updates = SerialGate()
+
+    /// Builds the first generation of the graph `builder` describes.
+    ///
+    /// - Throws: As ``ServiceGraph/Builder/build()``.
+    public init(_ builder: ServiceGraph.Builder) async throws(ServiceGraphError) {
+        var builder = builder
+        builder.removedKeys = [:]
+        let graph = try await builder.build()
+        state = Locked(State(builder: builder, graph: graph, generation: 1))
+    }
+
+    /// The current generation's graph.
+    public var current: ServiceGraph { state.withLock { $0.graph } }
+
+    /// The current generation's number: 1 for the first graph, one more for each committed update.
+    public var generation: Int { state.withLock { $0.generation } }
+
+    /// What `change` would do to the current generation, without running anything: a dry run of
+    /// ``update(_:)``.
+    ///
+    /// - Parameter change: Changes a copy of the current generation's builder: ``ServiceGraph/Builder/provide(_:lifetime:dependsOn:fileID:line:factory:)-7bt6f``,
+    ///   `override`, ``ServiceGraph/Builder/remove(_:)``, `contribute`, `decorate`, `include`.
+    /// - Throws: Every problem of the next graph, at once.
+    public func plan(_ change: (inout ServiceGraph.Builder) -> Void) throws(ServiceGraphError) -> GraphUpdatePlan {
+        let (builder, graph, generation) = state.withLock { ($0.builder, $0.graph, $0.generation) }
+        return try Self.prepare(change, after: builder, graph: graph, generation: generation).plan
+    }
+
+    /// Derives the next generation with `change`, builds it, and commits it.
+    ///
+    /// - Parameter change: Changes a copy of the current generation's builder (see ``plan(_:)``).
+    /// - Returns: What the update did.
+    /// - Throws: The next graph's problems (nothing runs then), or the failure of a factory or `didAdd`
+    ///   with the service's path (what was made is released; the current generation stays); or
+    ///   ``ServiceGraphError/Code/graphShutDown`` once ``shutdown()`` has begun.
+    @discardableResult
+    public nonisolated(nonsending) func update(
+        _ change: (inout ServiceGraph.Builder) -> Void
+    ) async throws(ServiceGraphError) -> GraphUpdatePlan {
+        await updates.enter()
+        defer { updates.leave() }
+        let (builder, graph, generation, isShutDown) = state.withLock {
+            ($0.builder, $0.graph, $0.generation, $0.isShutDown)
+        }
+        guard !isShutDown else { throw ServiceGraphError(graph.core.shutDownProblem("an update")) }
+        var prepared = try Self.prepare(change, after: builder, graph: graph, generation: generation)
+        let next = try await prepared.builder.buildNextGeneration(
+            of: graph,
+            plan: prepared.nextPlan,
+            diff: prepared.diff
+        )
+        prepared.builder.removedKeys = [:]
+        var handedOver = [Bool](repeating: false, count: graph.core.count)
+        for (slot, _) in prepared.diff.adopted { handedOver[slot] = true }
+        let sharedSlots = handedOver
+        let committed = state.withLock { state -> Bool in
+            guard !state.isShutDown else { return false }
+            state.builder = prepared.builder
+            state.graph = next
+            state.generation = generation + 1
+            state.retiring[generation] = Task { [weak self] in
+                let problems = await graph.retire(handingOver: sharedSlots)
+                self?.retired(generation, problems: problems)
+                return problems
+            }
+            return true
+        }
+        guard committed else {
+            try? await next.shutdown()
+            throw ServiceGraphError(graph.core.shutDownProblem("an update"))
+        }
+        return prepared.plan
+    }
+
+    /// Shuts the graph down: waits for the replaced generations to retire, then shuts the current one
+    /// down (see ``ServiceGraph/shutdown()``). Updates are refused from the start.
+    ///
+    /// - Throws: Every `willRemove` failure, the retired generations' included.
+    public nonisolated(nonsending) func shutdown() async throws(ServiceGraphError) {
+        let (graph, retiring) = state.withLock { state in
+            state.isShutDown = true
+            return (state.graph, Array(state.retiring.values))
+        }
+        for task in retiring { _ = await task.value }
+        var problems = state.withLock { state in
+            defer { state.retirementProblems = [] }
+            return state.retirementProblems
+        }
+        do {
+            try await graph.shutdown()
+        } catch {
+            problems += error.problems
+        }
+        if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    private func retired(_ generation: Int, problems: [ServiceGraphError.Problem]) {
+        state.withLock { state in
+            state.retiring[generation] = nil
+            state.retirementProblems += problems
+        }
+    }
+
+    /// A change set applied to a copy of the current builder, validated, and compared with the current
+    /// generation.
+    private struct Prepared {
+        var builder: ServiceGraph.Builder
+        let nextPlan: GraphPlan
+        let diff: GenerationDiff
+        let plan: GraphUpdatePlan
+    }
+
+    private static func prepare(
+        _ change: (inout ServiceGraph.Builder) -> Void,
+        after builder: ServiceGraph.Builder,
+        graph: ServiceGraph,
+        generation: Int
+    ) throws(ServiceGraphError) -> Prepared {
+        let current = try builder.validatedPlan()
+        var next = builder
+        change(&next)
+        let nextPlan = try next.validatedNextPlan(after: current, removing: next.removedKeys)
+        let diff = GenerationDiff(from: graph, plan: current, builtBy: builder, to: nextPlan, builtBy: next)
+        return Prepared(
+            builder: next,
+            nextPlan: nextPlan,
+            diff: diff,
+            plan: GraphUpdatePlan(generation: generation + 1, plan: nextPlan, current: current, diff: diff)
+        )
+    }
+}
+
+/// Lets one caller in at a time, the others waiting in order.
+private final class SerialGate: Sendable {
+    private let state = Locked<(isBusy: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func enter() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let entered = state.withLock { state in
+                if !state.isBusy {
+                    state.isBusy = true
+                    return true
+                }
+                state.waiters.append(waiter)
+                return false
+            }
+            if entered { waiter.resume() }
+        }
+    }
+
+    func leave() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiters.isEmpty else {
+                state.isBusy = false
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}

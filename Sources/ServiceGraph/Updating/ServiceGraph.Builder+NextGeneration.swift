@@ -1,0 +1,106 @@
+extension ServiceGraph.Builder {
+    /// The plan of this builder, the next generation of `current`, or every problem it has: the whole
+    /// graph's, as ``validate()`` reports them, with a removed key that a service still requires
+    /// named as removed, and a removed key `current` never had.
+    func validatedNextPlan(
+        after current: GraphPlan,
+        removing removedKeys: [ObjectIdentifier: any ServiceKey.Type]
+    ) throws(ServiceGraphError)
+        -> GraphPlan
+    {
+        let checked = checkedPlan
+        var problems = checked.findings.problems
+        if !removedKeys.isEmpty {
+            let unknown = removedKeys.filter { current.table.slot(for: $0.key) == nil }.values
+            let removedNames = Set(
+                removedKeys.keys.compactMap { key in current.table.slot(for: key).map { current.name($0) } }
+            )
+            problems = problems.map { problem in
+                guard problem.code == .missingProvider, removedNames.contains(problem.key) else { return problem }
+                let dependent = problem.path.dropLast().last ?? "a service"
+                return .init(
+                    .missingProvider,
+                    key: problem.key,
+                    path: problem.path,
+                    site: problem.site,
+                    message: "\(problem.key) is removed, but \(dependent) still requires it; remove \(dependent) "
+                        + "too, or keep \(problem.key)"
+                )
+            }
+            // Names of keys the graph does not have come from the builder, which removed them.
+            for key in unknown.sorted(by: { $0.serviceName < $1.serviceName }) {
+                let name = key.serviceName
+                problems.append(
+                    .init(
+                        .keyNotFound,
+                        key: name,
+                        message: "\(name) is removed, but the current generation has no such key"
+                    )
+                )
+            }
+        }
+        guard problems.isEmpty else {
+            let (plan, found) = (checked.plan, problems)
+            throw ServiceGraphError(
+                found,
+                snapshot: GraphSnapshot { GraphDescription(plan: plan).marked(with: found) }
+            )
+        }
+        return checked.plan
+    }
+
+    /// Builds the next generation of `current` from this builder's `plan`: the singletons `diff`
+    /// adopts are taken over as they are, with their hooks (no hook runs on them); the others are made
+    /// in dependency order, independent ones concurrently, with `didAdd`, as a build makes them.
+    ///
+    /// If a factory or a `didAdd` fails, what was made is released in reverse order, the taken-over
+    /// singletons are left to `current`, and the error names the service and its path.
+    nonisolated(nonsending) func buildNextGeneration(
+        of current: ServiceGraph,
+        plan: GraphPlan,
+        diff: GenerationDiff
+    ) async throws(ServiceGraphError) -> ServiceGraph {
+        let core = _GraphCore(
+            plan: plan,
+            hookTimeout: hookTimeout,
+            factoryTimeout: factoryTimeout,
+            parentClaims: nil,
+            events: EventSink(handler: eventHandler, kinds: eventKinds),
+            reportsResolves: reportsResolveEvents && eventHandler != nil && eventKinds.contains(.resolved)
+        )
+        var nextSlot: [Int: Int] = [:]
+        var boxes: [Int: _AnyBox] = [:]
+        for (currentSlot, slot) in diff.adopted {
+            guard let box = current.core.buffers.singletonBox(at: currentSlot) else { continue }
+            nextSlot[currentSlot] = slot
+            boxes[slot] = box.takeUnretainedValue()
+        }
+        // The taken-over hooks are this generation's from the start: a rebuilt service handing out one
+        // of those instances under its own key does not run them again.
+        let adoptedStarted = current.log.started.compactMap { service in
+            nextSlot[service.slot].map { StartedService(slot: $0, hooks: service.hooks) }
+        }
+        for service in adoptedStarted { _ = core.hookClaims.claim(service.hooks, for: service.slot) }
+        let adoptedAliases = current.log.aliases.compactMap { alias -> HookAlias? in
+            guard let slot = nextSlot[alias.slot], let holder = nextSlot[alias.holder] else { return nil }
+            return HookAlias(slot, heldBy: holder, in: core)
+        }
+        var build = SingletonBuild(plan: plan, core: core, adopting: boxes)
+        switch await build.run() {
+        case .success(var log):
+            log.started = adoptedStarted + log.started
+            log.aliases = adoptedAliases + log.aliases
+            return ServiceGraph(core: core, log: log, parent: nil, childID: -1, requiresShutdown: requiresShutdown)
+        case .failure(let error):
+            var log = build.log
+            log.started = []  // the snapshot must not keep the released instances alive
+            let problems = error.problems
+            throw ServiceGraphError(
+                problems,
+                snapshot: GraphSnapshot { [log] in
+                    GraphDescription(core: core, log: log).marked(with: problems)
+                }
+            )
+        }
+    }
+}

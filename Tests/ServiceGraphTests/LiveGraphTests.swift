@@ -1,0 +1,231 @@
+import ServiceGraph
+import Testing
+
+private enum LiveConfigKey: ServiceKey { typealias Value = HookedService }
+private enum LiveDatabaseKey: ServiceKey { typealias Value = HookedService }
+private enum LiveMailerKey: ServiceKey { typealias Value = HookedService }
+private enum LiveSignupKey: ServiceKey { typealias Value = HookedService }
+private enum LiveFeatureKey: ServiceKey { typealias Value = HookedService }
+private enum LiveExtraKey: ServiceKey { typealias Value = HookedService }
+private enum LiveReportKey: ServiceKey { typealias Value = String }
+
+/// Config ← Mailer ← Signup → Database: Signup depends on the mailer and the database, the mailer on
+/// the config. The version goes into each name, so a log tells generations apart.
+private func appBuilder(_ log: EventLog, version: Int = 1) -> ServiceGraph.Builder {
+    var builder = ServiceGraph.Builder()
+    builder.provide(LiveConfigKey.self) { HookedService("config\(version)", log: log) }
+    builder.provide(LiveDatabaseKey.self) { HookedService("database\(version)", log: log) }
+    builder.provide(LiveMailerKey.self, dependsOn: LiveConfigKey.self) { config in
+        HookedService("mailer(\(config.name))", log: log)
+    }
+    builder.provide(LiveSignupKey.self, dependsOn: LiveMailerKey.self, LiveDatabaseKey.self) { mailer, database in
+        HookedService("signup(\(mailer.name),\(database.name))", log: log)
+    }
+    return builder
+}
+
+@Suite("A live graph: generations made by updates")
+struct LiveGraphTests {
+    @Test("overriding a key makes it and its dependents again, and shares the rest")
+    func overrideRebuildsDependentsOnly() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        let first = live.current
+        let database = first[LiveDatabaseKey.self]
+        let plan = try await live.update { builder in
+            builder.override(LiveConfigKey.self) { HookedService("config2", log: log) }
+        }
+        #expect(live.generation == 2)
+        #expect(plan.generation == 2)
+        #expect(plan.changed == ["LiveConfigKey"])
+        #expect(plan.rebuilt == ["LiveConfigKey", "LiveMailerKey", "LiveSignupKey"])
+        #expect(plan.shared == ["LiveDatabaseKey"])
+        let next = live.current
+        #expect(next !== first)
+        #expect(next[LiveDatabaseKey.self] === database)
+        #expect(next[LiveSignupKey.self].name == "signup(mailer(config2),database1)")
+        // The old generation still hands out its own instances.
+        #expect(first[LiveMailerKey.self].name == "mailer(config1)")
+        try await live.shutdown()
+        let entries = log.all
+        // Shared: started once, removed once. Replaced: removed dependents first, after the new ones started.
+        #expect(log.count(of: "didAdd database1") == 1)
+        #expect(log.count(of: "willRemove database1") == 1)
+        #expect(log.count(of: "didAdd config2") == 1)
+        let order = [
+            "didAdd config2", "didAdd mailer(config2)", "didAdd signup(mailer(config2),database1)",
+            "willRemove signup(mailer(config1),database1)", "willRemove mailer(config1)", "willRemove config1",
+        ]
+        let positions = try order.map { entry in try #require(entries.firstIndex(of: entry), "\(entries)") }
+        #expect(positions == positions.sorted(), "\(entries)")
+        // The new generation's shutdown: what depends on the database goes before it.
+        let signup2 = try #require(entries.firstIndex(of: "willRemove signup(mailer(config2),database1)"))
+        let database1 = try #require(entries.firstIndex(of: "willRemove database1"))
+        #expect(signup2 < database1)
+    }
+
+    @Test("a dry run names what an update would do and runs nothing")
+    func planRunsNothing() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        let before = log.all
+        let plan = try live.plan { builder in
+            builder.override(LiveDatabaseKey.self) { HookedService("database2", log: log) }
+            builder.provide(LiveExtraKey.self, dependsOn: LiveDatabaseKey.self) { _ in HookedService("extra", log: log)
+            }
+        }
+        #expect(log.all == before)
+        #expect(live.generation == 1)
+        #expect(Set(plan.changed) == ["LiveDatabaseKey", "LiveExtraKey"])
+        #expect(Set(plan.rebuilt) == ["LiveDatabaseKey", "LiveSignupKey", "LiveExtraKey"])
+        #expect(Set(plan.shared) == ["LiveConfigKey", "LiveMailerKey"])
+        #expect(plan.added == ["LiveExtraKey"])
+        #expect(plan.removed.isEmpty)
+        #expect(plan.description.contains("rebuilt (3)"))
+        try await live.shutdown()
+    }
+
+    @Test("removing a key a service still requires is refused, naming the service; nothing changes")
+    func removingARequiredKeyIsRefused() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        let first = live.current
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { $0.remove(LiveMailerKey.self) }
+        }
+        let problem = try #require(error?.problems.first)
+        #expect(problem.code == .missingProvider)
+        #expect(
+            problem.message.contains("LiveMailerKey is removed, but LiveSignupKey still requires it"),
+            "\(problem.message)"
+        )
+        #expect(live.current === first)
+        #expect(live.generation == 1)
+        // Removing the dependent too is accepted; both go, with their hooks, after the commit.
+        let plan = try await live.update { builder in
+            builder.remove(LiveMailerKey.self)
+            builder.remove(LiveSignupKey.self)
+        }
+        #expect(Set(plan.removed) == ["LiveMailerKey", "LiveSignupKey"])
+        #expect(plan.rebuilt.isEmpty)
+        #expect(Set(plan.shared) == ["LiveConfigKey", "LiveDatabaseKey"])
+        #expect(throws: ServiceGraphError.self) { try live.current.resolveSynchronously(LiveMailerKey.self) }
+        try await live.shutdown()
+        #expect(log.count(of: "willRemove mailer(config1)") == 1)
+        #expect(log.count(of: "willRemove config1") == 1)
+    }
+
+    @Test("removing a key the graph does not have is an error")
+    func removingAnUnknownKeyIsAnError() async throws {
+        let live = try await LiveGraph(appBuilder(EventLog()))
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { $0.remove(LiveFeatureKey.self) }
+        }
+        #expect(error?.problems.map(\.code) == [.keyNotFound])
+        #expect(error?.problems.first?.key == "LiveFeatureKey")
+        try await live.shutdown()
+    }
+
+    @Test("a change set's problems are reported together, as validate() reports them")
+    func everyProblemAtOnce() async throws {
+        let live = try await LiveGraph(appBuilder(EventLog()))
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { builder in
+                builder.provide(LiveFeatureKey.self, dependsOn: LiveExtraKey.self) { $0 }
+                builder.provide(LiveReportKey.self, dependsOn: LiveFeatureKey.self, LiveReportKey.self) { _, report in
+                    report
+                }
+            }
+        }
+        let codes = Set(error?.problems.map(\.code) ?? [])
+        #expect(codes.contains(.missingProvider))
+        #expect(codes.contains(.cycle))
+        #expect(live.generation == 1)
+        try await live.shutdown()
+    }
+
+    @Test("a failing didAdd rolls the update back: the current generation keeps serving")
+    func failureRollsBack() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        let first = live.current
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { builder in
+                builder.override(LiveConfigKey.self) { HookedService("config2", log: log) }
+                builder.override(LiveMailerKey.self, dependsOn: LiveConfigKey.self) { _ in
+                    HookedService("mailer2", log: log, failDidAdd: true)
+                }
+            }
+        }
+        #expect(error?.problems.first?.code == .didAddFailed)
+        #expect(error?.problems.first?.key == "LiveMailerKey")
+        #expect(live.current === first)
+        #expect(live.generation == 1)
+        // What the failed update started is released; the shared and the current instances are not.
+        #expect(log.count(of: "willRemove config2") == 1)
+        #expect(log.count(of: "willRemove config1") == 0)
+        #expect(log.count(of: "willRemove database1") == 0)
+        #expect(first[LiveMailerKey.self].name == "mailer(config1)")
+        try await live.shutdown()
+        #expect(log.count(of: "willRemove config1") == 1)
+        #expect(log.count(of: "willRemove database1") == 1)
+    }
+
+    @Test("a scope opened on the old generation keeps its instances until it closes")
+    func oldScopeKeepsOldInstances() async throws {
+        let log = EventLog()
+        var builder = appBuilder(log)
+        builder.provide(LiveReportKey.self, lifetime: .scoped, dependsOn: LiveMailerKey.self) { mailer in mailer.name }
+        let live = try await LiveGraph(builder)
+        let scope = try live.current.makeScope()
+        #expect(try await scope.resolve(LiveReportKey.self) == "mailer(config1)")
+        try await live.update { $0.override(LiveConfigKey.self) { HookedService("config2", log: log) } }
+        // The replaced instances wait for the scope: it still reads them.
+        for _ in 0..<20 { await Task.yield() }
+        #expect(log.count(of: "willRemove mailer(config1)") == 0)
+        #expect(try await scope.resolve(LiveReportKey.self) == "mailer(config1)")
+        let fresh = try live.current.makeScope()
+        #expect(try await fresh.resolve(LiveReportKey.self) == "mailer(config2)")
+        log.record("closing the old scope")
+        try await scope.close()
+        try await fresh.close()
+        try await live.shutdown()
+        let closing = try #require(log.index(of: "closing the old scope"))
+        let removed = try #require(log.index(of: "willRemove mailer(config1)"))
+        #expect(closing < removed)
+    }
+
+    @Test("concurrent updates are serialized, and none is lost")
+    func concurrentUpdatesAreSerialized() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        await withTaskGroup(of: Void.self) { group in
+            for version in 2...9 {
+                group.addTask {
+                    _ = try? await live.update { builder in
+                        builder.override(LiveDatabaseKey.self) { HookedService("database\(version)", log: log) }
+                    }
+                }
+            }
+        }
+        #expect(live.generation == 9)
+        try await live.shutdown()
+        // Each database made was started once and removed once.
+        for version in 1...9 {
+            #expect(log.count(of: "didAdd database\(version)") == 1)
+            #expect(log.count(of: "willRemove database\(version)") == 1)
+        }
+        #expect(log.count(of: "didAdd config1") == 1)
+        #expect(log.count(of: "willRemove config1") == 1)
+    }
+
+    @Test("an update after shutdown is refused")
+    func updateAfterShutdown() async throws {
+        let live = try await LiveGraph(appBuilder(EventLog()))
+        try await live.shutdown()
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { $0.remove(LiveSignupKey.self) }
+        }
+        #expect(error?.problems.first?.code == .graphShutDown)
+    }
+}
