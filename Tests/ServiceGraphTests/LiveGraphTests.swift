@@ -1,4 +1,5 @@
 import ServiceGraph
+import Synchronization
 import Testing
 
 private enum LiveConfigKey: ServiceKey { typealias Value = HookedService }
@@ -8,6 +9,41 @@ private enum LiveSignupKey: ServiceKey { typealias Value = HookedService }
 private enum LiveFeatureKey: ServiceKey { typealias Value = HookedService }
 private enum LiveExtraKey: ServiceKey { typealias Value = HookedService }
 private enum LiveReportKey: ServiceKey { typealias Value = String }
+
+private enum LiveCounterKey: ServiceKey { typealias Value = CountedService }
+private enum LiveCounterUserKey: ServiceKey { typealias Value = CountedService }
+
+/// A service that counts its live instances and knows whether its `willRemove` ran: a reader must
+/// never get one that has been removed.
+private final class CountedService: LifecycleHooks, Sendable {
+    let version: Int
+    let counter: InstanceCounter
+    private let removed = Atomic<Bool>(false)
+
+    init(version: Int, counter: InstanceCounter) {
+        self.version = version
+        self.counter = counter
+        counter.alive.add(1, ordering: .relaxed)
+    }
+
+    deinit { counter.alive.subtract(1, ordering: .relaxed) }
+
+    var isRemoved: Bool { removed.load(ordering: .acquiring) }
+
+    func didAdd() async throws {}
+
+    func willRemove() async throws { removed.store(true, ordering: .releasing) }
+}
+
+private final class StressFlags: Sendable {
+    let stop = Atomic<Bool>(false)
+    let removedSeen = Atomic<Int>(0)
+    let reads = Atomic<Int>(0)
+}
+
+private final class InstanceCounter: Sendable {
+    let alive = Atomic<Int>(0)
+}
 
 /// Config ← Mailer ← Signup → Database: Signup depends on the mailer and the database, the mailer on
 /// the config. The version goes into each name, so a log tells generations apart.
@@ -227,5 +263,94 @@ struct LiveGraphTests {
             try await live.update { $0.remove(LiveSignupKey.self) }
         }
         #expect(error?.problems.first?.code == .graphShutDown)
+    }
+
+    @Test("readers on many tasks never get a removed instance while updates commit")
+    func readersNeverSeeARemovedInstance() async throws {
+        let counter = InstanceCounter()
+        var builder = ServiceGraph.Builder()
+        builder.provide(LiveCounterKey.self) { CountedService(version: 0, counter: counter) }
+        builder.provide(LiveCounterUserKey.self, dependsOn: LiveCounterKey.self) { base in
+            CountedService(version: base.version, counter: counter)
+        }
+        let live = try await LiveGraph(builder)
+        let flags = StressFlags()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    while !flags.stop.load(ordering: .acquiring) {
+                        let graph = live.current
+                        let user = graph[LiveCounterUserKey.self]
+                        let base = graph[LiveCounterKey.self]
+                        if user.isRemoved || base.isRemoved || user.version != base.version {
+                            flags.removedSeen.add(1, ordering: .relaxed)
+                        }
+                        flags.reads.add(1, ordering: .relaxed)
+                        await Task.yield()
+                    }
+                }
+            }
+            for version in 1...40 {
+                try await live.update { builder in
+                    builder.override(LiveCounterKey.self) { CountedService(version: version, counter: counter) }
+                }
+            }
+            flags.stop.store(true, ordering: .releasing)
+            try await group.waitForAll()
+        }
+        #expect(flags.removedSeen.load(ordering: .relaxed) == 0)
+        #expect(flags.reads.load(ordering: .relaxed) > 0)
+        #expect(live.generation == 41)
+        #expect(live.current[LiveCounterUserKey.self].version == 40)
+        try await live.shutdown()
+    }
+
+    @Test("a generation a reader still holds retires once it is dropped; every replaced instance is freed")
+    func heldGenerationRetiresWhenDropped() async throws {
+        let counter = InstanceCounter()
+        do {
+            var builder = ServiceGraph.Builder()
+            builder.provide(LiveCounterKey.self) { CountedService(version: 0, counter: counter) }
+            let live = try await LiveGraph(builder)
+            var held: ServiceGraph? = live.current
+            let first = try #require(held)[LiveCounterKey.self]
+            try await live.update { builder in
+                builder.override(LiveCounterKey.self) { CountedService(version: 1, counter: counter) }
+            }
+            // Held: not retired, however long it is held.
+            try await Task.sleep(for: .milliseconds(30))
+            #expect(!first.isRemoved)
+            held = nil
+            // Dropped: it retires on its own (within a bound, not a timing assertion).
+            for _ in 0..<500 where !first.isRemoved { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(first.isRemoved)
+            #expect(held == nil)
+            try await live.update { builder in
+                builder.override(LiveCounterKey.self) { CountedService(version: 2, counter: counter) }
+            }
+            try await live.shutdown()
+        }
+        // The live graph, its generations and their instances are gone: nothing leaked.
+        for _ in 0..<500 where counter.alive.load(ordering: .relaxed) != 0 {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(counter.alive.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("shutdown retires a generation a reader still holds")
+    func shutdownForcesRetirement() async throws {
+        let counter = InstanceCounter()
+        var builder = ServiceGraph.Builder()
+        builder.provide(LiveCounterKey.self) { CountedService(version: 0, counter: counter) }
+        let live = try await LiveGraph(builder)
+        let held = live.current
+        let scope = try held.makeScope()
+        try await live.update { builder in
+            builder.override(LiveCounterKey.self) { CountedService(version: 1, counter: counter) }
+        }
+        try await live.shutdown()
+        #expect(held[LiveCounterKey.self].isRemoved)
+        #expect(live.current[LiveCounterKey.self].isRemoved)
+        #expect(scope.isClosed)
     }
 }

@@ -366,15 +366,16 @@ public final class ServiceGraph: Sendable {
 
     /// The one shutdown of this graph, run in the caller's task: no task object outlives the release
     /// holding the instances it released.
+    /// Whether a scope opened on this graph, or a child graph of it, has not finished.
+    var hasUnfinishedDependents: Bool { state.withLock { $0.unfinished > 0 } }
+
     /// Retires this generation once a ``LiveGraph`` has committed the next one, which took over the
-    /// singletons `handedOver` marks (by slot): waits until the scopes opened on this generation, and
-    /// its child graphs, have finished on their own, then shuts it down, releasing the rest of its
-    /// singletons in reverse order.
+    /// singletons `handedOver` marks (by slot): shuts it down (closing any scope still open), releasing
+    /// the rest of its singletons in reverse order.
     ///
     /// - Returns: Every `willRemove` failure.
     func retire(handingOver handedOver: [Bool]) async -> [ServiceGraphError.Problem] {
         state.withLock { $0.handedOver = handedOver }
-        await waitForDependents()
         do {
             try await shutdown()
             return []

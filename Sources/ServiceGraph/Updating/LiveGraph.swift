@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A graph that changes while the program runs: each update derives the next generation from the
 /// current one with a change set (services overridden, added or removed), validates it as a whole,
 /// makes again only what the change reaches, and commits it.
@@ -35,7 +37,11 @@ public final class LiveGraph: Sendable {
     }
 
     private let state: Locked<State>
+    /// The current generation, for readers: loaded without a lock (the state's copy is the writers').
+    private let currentGraph: AtomicStrongReference<ServiceGraph>
     private let updates = SerialGate()
+    /// Set by ``shutdown()``: replaced generations retire without waiting for their readers and scopes.
+    private let forced = ForcedRetirement()
 
     /// Builds the first generation of the graph `builder` describes.
     ///
@@ -45,10 +51,12 @@ public final class LiveGraph: Sendable {
         builder.removedKeys = [:]
         let graph = try await builder.build()
         state = Locked(State(builder: builder, graph: graph, generation: 1))
+        currentGraph = AtomicStrongReference(graph)
     }
 
-    /// The current generation's graph.
-    public var current: ServiceGraph { state.withLock { $0.graph } }
+    /// The current generation's graph, read without a lock: a reader never sees a generation before
+    /// it is committed, and keeps the one it read alive as long as it holds it.
+    public var current: ServiceGraph { currentGraph.load() }
 
     /// The current generation's number: 1 for the first graph, one more for each committed update.
     public var generation: Int { state.withLock { $0.generation } }
@@ -56,8 +64,8 @@ public final class LiveGraph: Sendable {
     /// What `change` would do to the current generation, without running anything: a dry run of
     /// ``update(_:)``.
     ///
-    /// - Parameter change: Changes a copy of the current generation's builder: ``ServiceGraph/Builder/provide(_:lifetime:dependsOn:fileID:line:factory:)-7bt6f``,
-    ///   `override`, ``ServiceGraph/Builder/remove(_:)``, `contribute`, `decorate`, `include`.
+    /// - Parameter change: Changes a copy of the current generation's builder: `provide`, `override`,
+    ///   ``ServiceGraph/Builder/remove(_:)``, `contribute`, `decorate`, `include`.
     /// - Throws: Every problem of the next graph, at once.
     public func plan(_ change: (inout ServiceGraph.Builder) -> Void) throws(ServiceGraphError) -> GraphUpdatePlan {
         let (builder, graph, generation) = state.withLock { ($0.builder, $0.graph, $0.generation) }
@@ -95,9 +103,12 @@ public final class LiveGraph: Sendable {
             guard !state.isShutDown else { return false }
             state.builder = prepared.builder
             state.graph = next
+            _ = currentGraph.exchange(next)
             state.generation = generation + 1
-            state.retiring[generation] = Task { [weak self] in
-                let problems = await graph.retire(handingOver: sharedSlots)
+            let retiring = RetiringGeneration(graph)
+            state.retiring[generation] = Task { [weak self, forced] in
+                await retiring.waitUntilUnused(unless: forced)
+                let problems = await retiring.retire(handingOver: sharedSlots)
                 self?.retired(generation, problems: problems)
                 return problems
             }
@@ -119,6 +130,7 @@ public final class LiveGraph: Sendable {
             state.isShutDown = true
             return (state.graph, Array(state.retiring.values))
         }
+        forced.set()
         for task in retiring { _ = await task.value }
         var problems = state.withLock { state in
             defer { state.retirementProblems = [] }
@@ -166,6 +178,43 @@ public final class LiveGraph: Sendable {
             plan: GraphUpdatePlan(generation: generation + 1, plan: nextPlan, current: current, diff: diff)
         )
     }
+}
+
+/// A replaced generation on its way out: it retires once nothing uses it any more, that is once no
+/// scope opened on it is open and no reader holds it (the retirement's reference is the only one).
+private final class RetiringGeneration: @unchecked Sendable {
+    // Only the retirement's task touches it, after the update that made it returns.
+    private var graph: ServiceGraph?
+
+    init(_ graph: ServiceGraph) {
+        self.graph = graph
+    }
+
+    /// Returns once the generation is unused, or `forced` is set. Looks at once, then at growing
+    /// intervals (1 to 100 ms): a generation is usually unused as soon as the update returns.
+    func waitUntilUnused(unless forced: ForcedRetirement) async {
+        var interval = Duration.milliseconds(1)
+        while !forced.isSet {
+            if isKnownUniquelyReferenced(&graph), graph?.hasUnfinishedDependents == false { return }
+            try? await Task.sleep(for: interval)
+            interval = min(interval * 2, .milliseconds(100))
+        }
+    }
+
+    func retire(handingOver handedOver: [Bool]) async -> [ServiceGraphError.Problem] {
+        guard let graph else { return [] }
+        self.graph = nil
+        return await graph.retire(handingOver: handedOver)
+    }
+}
+
+/// A flag set once, read without a lock.
+private final class ForcedRetirement: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+
+    func set() { flag.store(true, ordering: .releasing) }
 }
 
 /// Lets one caller in at a time, the others waiting in order.
