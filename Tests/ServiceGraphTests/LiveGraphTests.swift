@@ -353,4 +353,28 @@ struct LiveGraphTests {
         #expect(live.current[LiveCounterKey.self].isRemoved)
         #expect(scope.isClosed)
     }
+
+    @Test("updates and retirements are reported as events, with what changed")
+    func updateEvents() async throws {
+        let log = EventLog()
+        let events = Locked<[ServiceGraphEvent]>([])
+        var builder = appBuilder(log)
+        builder.eventKinds = [.updateCommitted, .updateFailed, .generationRetired]
+        builder.eventHandler = { event in events.withLock { $0.append(event) } }
+        let live = try await LiveGraph(builder)
+        try await live.update { $0.override(LiveConfigKey.self) { HookedService("config2", log: log) } }
+        await #expect(throws: ServiceGraphError.self) { try await live.update { $0.remove(LiveConfigKey.self) } }
+        try await live.shutdown()
+        let recorded = events.withLock { $0 }
+        #expect(recorded.map(\.kind) == [.updateCommitted, .updateFailed, .generationRetired], "\(recorded)")
+        let committed = try #require(recorded.first)
+        #expect(committed.key == "generation 2")
+        #expect(committed.update?.rebuilt == ["LiveConfigKey", "LiveMailerKey", "LiveSignupKey"])
+        #expect(committed.update?.shared == ["LiveDatabaseKey"])
+        #expect(committed.duration != nil)
+        #expect(committed.description.contains("rebuilt 3, shared 1"), "\(committed)")
+        #expect(recorded[1].error is ServiceGraphError)
+        #expect(recorded[2].key == "generation 1")
+        #expect(recorded[2].error == nil)
+    }
 }

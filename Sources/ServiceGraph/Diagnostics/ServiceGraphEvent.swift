@@ -18,6 +18,7 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         private enum Base: UInt8, Hashable, Sendable, CaseIterable {
             case buildStarted, buildFinished, buildFailed, serviceCreated, didAdd, willRemove, resolved
             case scopeOpened, scopeClosed, shutdownFinished, scopeDropped, droppedWithoutShutdown
+            case updateCommitted, updateFailed, generationRetired
 
             var name: String {
                 switch self {
@@ -33,6 +34,9 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
                 case .shutdownFinished: "shutdown finished"
                 case .scopeDropped: "scope dropped"
                 case .droppedWithoutShutdown: "graph dropped without shutdown"
+                case .updateCommitted: "update committed"
+                case .updateFailed: "update failed"
+                case .generationRetired: "generation retired"
                 }
             }
         }
@@ -80,6 +84,18 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         /// A graph was released without ``ServiceGraph/shutdown()`` while services with lifecycle hooks
         /// were still started: their `willRemove` never ran. The key lists them.
         public static let droppedWithoutShutdown = Kind(.droppedWithoutShutdown)
+        /// A ``LiveGraph`` committed an update: the key is the new generation ("generation 2"), the
+        /// duration the update's (validation, the next generation's build, the commit), and ``update``
+        /// what it changed, made again, shared, added and removed.
+        public static let updateCommitted = Kind(.updateCommitted)
+        /// A ``LiveGraph`` update failed: validation refused it, or a factory or `didAdd` failed and what
+        /// it made was released; the current generation is unchanged. ``update`` is what it would have
+        /// done, when it got past validation.
+        public static let updateFailed = Kind(.updateFailed)
+        /// A generation a ``LiveGraph`` replaced has retired: its scopes and readers were done, and its
+        /// instances that the next generation did not share got `willRemove`. The key names the
+        /// generation; the duration runs from the commit; the error holds any `willRemove` failure.
+        public static let generationRetired = Kind(.generationRetired)
     }
 
     /// What happened.
@@ -90,18 +106,32 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
     public let duration: Duration?
     /// The error, when it failed.
     public let error: (any Error)?
+    /// For ``Kind/updateCommitted`` and ``Kind/updateFailed``: what the update changed, or would have.
+    public let update: GraphUpdatePlan?
 
-    init(_ kind: Kind, key: String? = nil, duration: Duration? = nil, error: (any Error)? = nil) {
+    init(
+        _ kind: Kind,
+        key: String? = nil,
+        duration: Duration? = nil,
+        error: (any Error)? = nil,
+        update: GraphUpdatePlan? = nil
+    ) {
         self.kind = kind
         self.key = key
         self.duration = duration
         self.error = error
+        self.update = update
     }
 
     public var description: String {
         var text = kind.description
         if let key { text += " \(key)" }
         if let duration { text += " in \(duration.milliseconds)" }
+        if let update {
+            text +=
+                " (rebuilt \(update.rebuilt.count), shared \(update.shared.count), added \(update.added.count), "
+                + "removed \(update.removed.count))"
+        }
         if let error { text += ": \(error)" }
         return text
     }

@@ -42,6 +42,8 @@ public final class LiveGraph: Sendable {
     private let updates = SerialGate()
     /// Set by ``shutdown()``: replaced generations retire without waiting for their readers and scopes.
     private let forced = ForcedRetirement()
+    /// The builder's event handler, for the updates' and retirements' events.
+    private let events: EventSink
 
     /// Builds the first generation of the graph `builder` describes.
     ///
@@ -52,6 +54,7 @@ public final class LiveGraph: Sendable {
         let graph = try await builder.build()
         state = Locked(State(builder: builder, graph: graph, generation: 1))
         currentGraph = AtomicStrongReference(graph)
+        events = EventSink(handler: builder.eventHandler, kinds: builder.eventKinds)
     }
 
     /// The current generation's graph, read without a lock: a reader never sees a generation before
@@ -89,12 +92,27 @@ public final class LiveGraph: Sendable {
             ($0.builder, $0.graph, $0.generation, $0.isShutDown)
         }
         guard !isShutDown else { throw ServiceGraphError(graph.core.shutDownProblem("an update")) }
-        var prepared = try Self.prepare(change, after: builder, graph: graph, generation: generation)
-        let next = try await prepared.builder.buildNextGeneration(
-            of: graph,
-            plan: prepared.nextPlan,
-            diff: prepared.diff
-        )
+        let clock = ContinuousClock()
+        let start = clock.now
+        var prepared: Prepared
+        let next: ServiceGraph
+        do {
+            prepared = try Self.prepare(change, after: builder, graph: graph, generation: generation)
+        } catch {
+            events.send(ServiceGraphEvent(.updateFailed, duration: start.duration(to: clock.now), error: error))
+            throw error
+        }
+        do {
+            next = try await prepared.builder.buildNextGeneration(
+                of: graph,
+                plan: prepared.nextPlan,
+                diff: prepared.diff
+            )
+        } catch {
+            let duration = start.duration(to: clock.now)
+            events.send(ServiceGraphEvent(.updateFailed, duration: duration, error: error, update: prepared.plan))
+            throw error
+        }
         prepared.builder.removedKeys = [:]
         var handedOver = [Bool](repeating: false, count: graph.core.count)
         for (slot, _) in prepared.diff.adopted { handedOver[slot] = true }
@@ -106,9 +124,17 @@ public final class LiveGraph: Sendable {
             _ = currentGraph.exchange(next)
             state.generation = generation + 1
             let retiring = RetiringGeneration(graph)
-            state.retiring[generation] = Task { [weak self, forced] in
+            state.retiring[generation] = Task { [weak self, forced, events] in
                 await retiring.waitUntilUnused(unless: forced)
                 let problems = await retiring.retire(handingOver: sharedSlots)
+                events.send(
+                    ServiceGraphEvent(
+                        .generationRetired,
+                        key: "generation \(generation)",
+                        duration: start.duration(to: clock.now),
+                        error: problems.isEmpty ? nil : ServiceGraphError(problems)
+                    )
+                )
                 self?.retired(generation, problems: problems)
                 return problems
             }
@@ -118,6 +144,14 @@ public final class LiveGraph: Sendable {
             try? await next.shutdown()
             throw ServiceGraphError(graph.core.shutDownProblem("an update"))
         }
+        events.send(
+            ServiceGraphEvent(
+                .updateCommitted,
+                key: "generation \(generation + 1)",
+                duration: start.duration(to: clock.now),
+                update: prepared.plan
+            )
+        )
         return prepared.plan
     }
 
