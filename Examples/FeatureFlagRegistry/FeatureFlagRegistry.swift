@@ -7,6 +7,8 @@ import Synchronization
 // In ServiceGraph: the component is a service behind a typed key; `didAdd` runs once it and what it
 // needs are in place, `willRemove` before it goes, after everything that uses it is gone; the
 // "entity" is the graph (or a scope of it), and removing it releases its components in reverse order.
+// Components join and leave a running registry through a `LiveGraph`: an update adds or removes one,
+// and only it is made or released; the others stay the same instances.
 
 /// Where flags persist between runs (a file or a remote config service in a real app).
 final class FlagStore: Sendable {
@@ -57,7 +59,24 @@ final class Checkout: LifecycleHooks {
     func willRemove() async throws { events.append("Checkout removed") }
 }
 
+/// A component added at run time, and removed again: it reads the flags the registry already has.
+final class Recommendations: LifecycleHooks {
+    let flags: FeatureFlags
+    let events: EventList
+
+    init(flags: FeatureFlags, events: EventList) {
+        self.flags = flags
+        self.events = events
+    }
+
+    var headline: String { flags.isEnabled("dark-mode") ? "picks for you (dark)" : "picks for you" }
+
+    func didAdd() async throws { events.append("Recommendations added") }
+    func willRemove() async throws { events.append("Recommendations removed") }
+}
+
 enum FlagStoreKey: ServiceKey { typealias Value = FlagStore }
+enum RecommendationsKey: ServiceKey { typealias Value = Recommendations }
 enum FeatureFlagsKey: ServiceKey { typealias Value = FeatureFlags }
 enum CheckoutKey: ServiceKey { typealias Value = Checkout }
 
@@ -71,6 +90,13 @@ func makeRegistry(store: FlagStore) -> ServiceGraph.Builder {
     }
     builder.declareEntryPoints(CheckoutKey.self)
     return builder
+}
+
+/// Adds the recommendations component to a registry's builder (a change set for `LiveGraph.update`).
+func addRecommendations(to builder: inout ServiceGraph.Builder) {
+    builder.provide(RecommendationsKey.self, dependsOn: FeatureFlagsKey.self, FlagStoreKey.self) {
+        Recommendations(flags: $0, events: $1.events)
+    }
 }
 
 /// An ordered, thread-safe list of what happened.

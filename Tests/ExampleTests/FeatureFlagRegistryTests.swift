@@ -29,4 +29,29 @@ struct FeatureFlagRegistryTests {
         #expect(registry[CheckoutKey.self].flow == "new checkout")
         try await registry.shutdown()
     }
+
+    @Test func aComponentJoinsAndLeavesTheRunningRegistryWithItsHooks() async throws {
+        let store = FlagStore()
+        let registry = try await LiveGraph(makeRegistry(store: store))
+        let flags = registry.current[FeatureFlagsKey.self]
+        let added = try await registry.update(addRecommendations)
+        #expect(added.rebuilt == ["RecommendationsKey"])
+        #expect(Set(added.shared) == ["FlagStoreKey", "FeatureFlagsKey", "CheckoutKey"])
+        // The component reads the flags the registry already had: the same instance.
+        #expect(registry.current[RecommendationsKey.self].flags === flags)
+        let removed = try await registry.update { $0.remove(RecommendationsKey.self) }
+        #expect(removed.removed == ["RecommendationsKey"])
+        #expect(throws: ServiceGraphError.self) { try registry.current.resolveSynchronously(RecommendationsKey.self) }
+        try await registry.shutdown()
+        #expect(
+            store.events.all == [
+                "FeatureFlags added with 2 flags",
+                "Checkout added (classic checkout)",
+                "Recommendations added",
+                "Recommendations removed",
+                "Checkout removed",
+                "FeatureFlags removed, flags saved",
+            ]
+        )
+    }
 }
