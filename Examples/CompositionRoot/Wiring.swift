@@ -9,6 +9,9 @@ extension ScopeKind {
 // Keys name the services and fix their types.
 enum JournalKey: ServiceKey { typealias Value = Journal }
 enum ConfigKey: ServiceKey { typealias Value = AppConfig }
+/// The log level, read from the configuration: its own key, so that reloading it (see `main.swift`)
+/// makes again only the logger and what logs, not the store.
+enum LogLevelKey: ServiceKey { typealias Value = String }
 enum LoggerKey: ServiceKey { typealias Value = any AppLogger }
 enum ClockKey: ServiceKey { typealias Value = any AppClock }
 enum StoreKey: ServiceKey { typealias Value = InMemoryStore }
@@ -31,8 +34,9 @@ func makeApplicationBuilder(journal: Journal) -> ServiceGraph.Builder {
     var builder = ServiceGraph.Builder()
     builder.provide(JournalKey.self) { journal }
     builder.provide(ConfigKey.self) { AppConfig.fromEnvironment() }
-    builder.provide(LoggerKey.self, dependsOn: ConfigKey.self, JournalKey.self) { config, journal in
-        ConsoleLogger(level: config.logLevel, journal: journal)
+    builder.provide(LogLevelKey.self, dependsOn: ConfigKey.self) { $0.logLevel }
+    builder.provide(LoggerKey.self, dependsOn: LogLevelKey.self, JournalKey.self) { level, journal in
+        ConsoleLogger(level: level, journal: journal)
     }
     // Every service that logs gets the tagged logger; the console logger's hooks still run, once.
     builder.decorate(LoggerKey.self, dependsOn: ConfigKey.self) { logger, config in

@@ -48,7 +48,9 @@ do {
         print(warning)
     }
     try builder.validate()
-    let graph = try await builder.build()
+    // A live graph: the configuration can be reloaded while the backend runs (see the end).
+    let live = try await LiveGraph(builder)
+    let graph = live.current
     print(graph.dump(.text))
     print(graph.startupReport(slowest: 3))
 
@@ -77,7 +79,16 @@ do {
     // The admin console's first look creates the report (its didAdd runs now, not at startup).
     print("\nAdmin console: " + (try await graph[AdminConsoleKey.self].summary()))
 
-    try await graph.shutdown()
+    // SIGHUP: the log level is read again. Only what reads it, directly or not, is made again (the
+    // logger and what logs); the store keeps its rows, the same instance. The old generation's
+    // instances are released once nothing uses it (here, at shutdown: `graph` still holds it).
+    let plan = try await live.update { $0.override(LogLevelKey.self) { "debug" } }
+    print("\nLog level reloaded: \(plan)")
+    let repository = try await live.current.resolve(UserRepositoryKey.self)
+    repository.logger.log("logging at the reloaded level")
+    print("Admin console: " + (try await live.current[AdminConsoleKey.self].summary()))
+
+    try await live.shutdown()
     print("\nLifecycle hooks, in the order they ran:")
     for (index, entry) in journal.all.enumerated() {
         print("  \(index + 1). \(entry)")
