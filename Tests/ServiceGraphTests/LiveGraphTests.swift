@@ -377,4 +377,34 @@ struct LiveGraphTests {
         #expect(recorded[2].key == "generation 1")
         #expect(recorded[2].error == nil)
     }
+
+    @Test("the dump of an update's plan marks what it makes again, shares and adds, in every format")
+    func planDumpMarksTheUpdate() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        let plan = try live.plan { builder in
+            builder.override(LiveConfigKey.self) { HookedService("config2", log: log) }
+            builder.provide(LiveExtraKey.self, dependsOn: LiveDatabaseKey.self) { _ in HookedService("extra", log: log)
+            }
+        }
+        let text = plan.dump(.text)
+        func line(_ name: String) throws -> Substring {
+            try #require(text.split(separator: "\n").first { $0.contains("\(name):") }, "\(text)")
+        }
+        #expect(try line("LiveMailerKey").contains("↻ made again"))
+        #expect(try line("LiveConfigKey").contains("↻ made again"))
+        #expect(try line("LiveDatabaseKey").contains("= shared"))
+        #expect(try line("LiveExtraKey").contains("+ added"))
+        let json = plan.dump(.json)
+        #expect(json.contains("\"mark\": \"rebuilt\""))
+        #expect(json.contains("\"mark\": \"shared\""))
+        #expect(json.contains("\"mark\": \"added\""))
+        let mermaid = plan.dump(.mermaid)
+        #expect(mermaid.contains(" rebuilt\n") && mermaid.contains(" added\n"), "\(mermaid)")
+        let dot = plan.dump(.dot)
+        #expect(dot.contains("#1971c2") && dot.contains("#2f9e44"), "\(dot)")
+        // A dry run: nothing of the next generation was made.
+        #expect(!log.all.contains("init config2"))
+        try await live.shutdown()
+    }
 }

@@ -25,6 +25,8 @@ public struct GraphUpdatePlan: Sendable, CustomStringConvertible {
     public let added: [String]
     /// The keys the current generation has and the next one does not.
     public let removed: [String]
+    /// The next generation's graph, marked, for ``dump(_:)``: made only when asked for.
+    private let snapshot: GraphSnapshot
 
     init(generation: Int, plan: GraphPlan, current: GraphPlan, diff: GenerationDiff) {
         self.generation = generation
@@ -36,6 +38,19 @@ public struct GraphUpdatePlan: Sendable, CustomStringConvertible {
         shared = plan.order.filter { adopted.contains($0) }.map { plan.name($0) }
         added = diff.added.map { plan.name($0) }
         removed = diff.removed.map { current.name($0) }
+        snapshot = GraphSnapshot { GraphDescription(plan: plan).marked(with: diff) }
+    }
+
+    /// The next generation's graph in `format`, each service marked with what the update does to it:
+    /// made again, shared (the same instance) or added. The removed keys are not in it (see
+    /// ``removed``).
+    ///
+    /// ```swift
+    /// let plan = try live.plan { $0.override(ConfigKey.self) { reloaded } }
+    /// print(plan.dump(.dot))   // made again in blue, added in green, shared as they were
+    /// ```
+    public func dump(_ format: DumpFormat = .text) -> String {
+        snapshot.description().render(format)
     }
 
     public var description: String {

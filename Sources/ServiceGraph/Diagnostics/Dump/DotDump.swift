@@ -44,7 +44,9 @@ struct DotDump {
             switch service.mark {
             case .rootCause: text.write(", color=\"#c92a2a\", penwidth=2")
             case .affected: text.write(", color=\"#e8590c\"")
-            case nil: break
+            case .rebuilt: text.write(", color=\"#1971c2\", penwidth=2")
+            case .added: text.write(", color=\"#2f9e44\", penwidth=2")
+            case .shared, nil: break
             }
             if service.isOverride { text.write(", peripheries=2") }
             // A seed comes in from outside the graph: drawn as an entry, not as a box a factory fills.
@@ -127,7 +129,9 @@ struct DotDump {
         switch service.mark {
         case .rootCause: "#ffc9c9"
         case .affected: "#ffe8cc"
-        case nil:
+        case .rebuilt: "#d0ebff"
+        case .added: "#d3f9d8"
+        case .shared, nil:
             switch service.lifetime {
             case .singleton: "#e7f5ff"
             case .scoped: service.isSeed ? "#fff9db" : "#ebfbee"

@@ -1,9 +1,17 @@
 /// A neutral description of a graph, built or not, that every dump format renders.
 struct GraphDescription: Sendable {
-    /// How a problem touches a service: where it broke, or what could not be built because of it.
+    /// How a problem touches a service (where it broke, or what could not be built because of it), or,
+    /// in the dump of an update's plan, what the update does to it.
     enum Mark: String, Sendable {
         case rootCause
         case affected
+        /// Made again by the update (or, for a transient or scoped service, made from then on by the
+        /// next generation's providers, which changed or depend on what changed).
+        case rebuilt
+        /// Taken over by the next generation: the same instance.
+        case shared
+        /// New in the next generation.
+        case added
     }
 
     struct Service: Sendable {
@@ -297,6 +305,17 @@ struct GraphDescription: Sendable {
         let rootCauses = marked.services.indices.filter { marked.services[$0].mark == .rootCause }
         for slot in Topology.dependents(of: rootCauses, in: marked.edges) where marked.services[slot].mark == nil {
             marked.services[slot].mark = .affected
+        }
+        return marked
+    }
+
+    /// Marks what an update does to each service of the next generation: made again, shared or added.
+    consuming func marked(with diff: GenerationDiff) -> GraphDescription {
+        var marked = self
+        let added = Set(diff.added)
+        for (_, slot) in diff.adopted { marked.services[slot].mark = .shared }
+        for slot in marked.services.indices where diff.affected[slot] {
+            marked.services[slot].mark = added.contains(slot) ? .added : .rebuilt
         }
         return marked
     }

@@ -97,6 +97,8 @@ struct MermaidDump {
                 classDef absent fill:#ffffff,stroke:#868e96,stroke-dasharray:4
                 classDef rootCause fill:#ffc9c9,stroke:#c92a2a,stroke-width:2px
                 classDef affected fill:#ffe8cc,stroke:#e8590c
+                classDef rebuilt fill:#d0ebff,stroke:#1971c2,stroke-width:2px
+                classDef added fill:#d3f9d8,stroke:#2f9e44,stroke-width:2px
 
             """
         )
@@ -104,7 +106,8 @@ struct MermaidDump {
             text.write("    class s")
             text.write(number: slot)
             text.write(" ")
-            text.write(string: service.mark?.rawValue ?? (service.isSeed ? "seed" : service.lifetime.description))
+            let mark = service.mark == .shared ? nil : service.mark
+            text.write(string: mark?.rawValue ?? (service.isSeed ? "seed" : service.lifetime.description))
             text.write("\n")
         }
         for position in graph.missingKeys.indices {

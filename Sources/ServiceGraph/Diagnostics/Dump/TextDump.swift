@@ -109,6 +109,9 @@ struct TextDump {
             text.write("  ✗ ")
             text.write(string: service.problemCodes.joined(separator: ", "))
         case .affected: text.write("  (not built: depends on a problem)")
+        case .rebuilt: text.write("  ↻ made again")
+        case .shared: text.write("  = shared")
+        case .added: text.write("  + added")
         case nil: break
         }
         text.write("\n")
