@@ -10,6 +10,8 @@ private enum LiveFeatureKey: ServiceKey { typealias Value = HookedService }
 private enum LiveExtraKey: ServiceKey { typealias Value = HookedService }
 private enum LiveReportKey: ServiceKey { typealias Value = String }
 
+private enum LiveLazyReportKey: ServiceKey { typealias Value = HookedService }
+private enum LiveConsoleKey: ServiceKey { typealias Value = Lazy<LiveLazyReportKey> }
 private enum LiveCounterKey: ServiceKey { typealias Value = CountedService }
 private enum LiveCounterUserKey: ServiceKey { typealias Value = CountedService }
 
@@ -406,5 +408,40 @@ struct LiveGraphTests {
         // A dry run: nothing of the next generation was made.
         #expect(!log.all.contains("init config2"))
         try await live.shutdown()
+    }
+
+    @Test(
+        "a singleton created on first use is shared once created, and made on first use in the next generation otherwise"
+    )
+    func createdOnFirstUseSingletons() async throws {
+        let log = EventLog()
+        var builder = appBuilder(log)
+        builder.provide(LiveLazyReportKey.self, dependsOn: LiveDatabaseKey.self) { database in
+            HookedService("report(\(database.name))", log: log)
+        }
+        builder.provide(LiveConsoleKey.self, dependsOn: Lazy<LiveLazyReportKey>.self) { $0 }
+        let live = try await LiveGraph(builder)
+        #expect(!log.all.contains("init report(database1)"))
+        // Not created yet: the next generation creates it on its first use there, once.
+        try await live.update { $0.override(LiveConfigKey.self) { HookedService("config2", log: log) } }
+        #expect(!log.all.contains("init report(database1)"))
+        let report = try await live.current.resolve(LiveLazyReportKey.self)
+        #expect(report.name == "report(database1)")
+        // Created: an update that does not reach it shares it.
+        let plan = try await live.update { $0.override(LiveConfigKey.self) { HookedService("config3", log: log) } }
+        #expect(plan.shared.contains("LiveLazyReportKey"))
+        #expect(try await live.current.resolve(LiveLazyReportKey.self) === report)
+        // One that reaches it makes it again on its next first use.
+        try await live.update { $0.override(LiveDatabaseKey.self) { HookedService("database2", log: log) } }
+        let again = try await live.current.resolve(LiveLazyReportKey.self)
+        #expect(again !== report)
+        #expect(again.name == "report(database2)")
+        try await live.shutdown()
+        #expect(log.count(of: "didAdd report(database1)") == 1)
+        #expect(log.count(of: "willRemove report(database1)") == 1)
+        #expect(log.count(of: "willRemove report(database2)") == 1)
+        let removedReport = try #require(log.index(of: "willRemove report(database1)"))
+        let removedDatabase = try #require(log.index(of: "willRemove database1"))
+        #expect(removedReport < removedDatabase)
     }
 }

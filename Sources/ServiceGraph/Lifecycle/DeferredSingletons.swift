@@ -113,6 +113,14 @@ final class DeferredSingletons: Sendable {
         }
     }
 
+    /// Places the instance at `slot` that a ``LiveGraph``'s next generation took over from the current
+    /// one, as if created here (its hooks are the next generation's build log's, started already).
+    /// Only while the next generation is being made, before any reader.
+    func adopt(_ box: _AnyBox, at slot: Int) {
+        cells.publish(box, at: slot)
+        state.withLock { $0.created.append(slot) }
+    }
+
     private func forget(_ slot: Int) {
         state.withLock { _ = $0.creating.removeValue(forKey: slot) }
     }

@@ -402,11 +402,12 @@ public final class ServiceGraph: Sendable {
         }
         await waitForDependents()
         // Singletons created on first use are released with the build's, each before what it uses.
-        let created = await _core.deferredSingletons?.close() ?? []
+        var created = await _core.deferredSingletons?.close() ?? []
         var started = log.started
         var aliases = log.aliases + (_core.deferredSingletons?.aliasesSoFar ?? [])
         if let handedOver = state.withLock({ $0.handedOver }) {
             started.removeAll { handedOver[$0.slot] }
+            created.removeAll { handedOver[$0.slot] }
             aliases.removeAll { handedOver[$0.slot] || handedOver[$0.holder] }
         }
         found += await Lifecycle.release(

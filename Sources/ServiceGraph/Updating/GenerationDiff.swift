@@ -9,10 +9,11 @@
 /// - **Affected**: the changed keys and everything that depends on them, transitively, in either
 ///   generation (a service whose optional dependency was removed depends on it only in the current
 ///   one). A singleton is affected too when it holds a lazy or provider handle (which reads the graph
-///   it was made in), when it is created on first use, when it depends on one created on first use,
-///   or when it hands out the instance of an affected singleton.
+///   it was made in), or when it hands out the instance of an affected singleton.
 /// - **Adopted**: every singleton of the next generation that is not affected and was created in the
-///   current one: the next generation takes the instance over, with its hooks, and no hook runs on it.
+///   current one (by the build, or on first use): the next generation takes the instance over, with its
+///   hooks, and no hook runs on it. One not created yet is created by the next generation, by its build
+///   or on its first use there.
 struct GenerationDiff {
     /// The keys the change set touched directly, by name, in the next plan's slot order, then the
     /// removed ones.
@@ -99,14 +100,11 @@ struct GenerationDiff {
                 parts.append(dependency)
             }
         }
-        // Singletons that cannot be taken over as they are.
+        // A singleton holding a lazy or provider handle cannot be taken over: the handle reads the graph it
+        // was made in.
         let lifetimes = next.lifetimes
         for slot in 0..<next.count where lifetimes[slot] == .singleton && !affected[slot] {
-            if next.deferred?[slot] == true || Self.holdsHandle(slot, in: next) {
-                mark(slot)
-            } else if let mapped = currentSlot[slot], current.deferred?[mapped] == true {
-                mark(slot)
-            }
+            if Self.holdsHandle(slot, in: next) { mark(slot) }
         }
         // In the current generation: what depended on a changed or removed key.
         var currentStack: [Int] = []
@@ -143,7 +141,7 @@ struct GenerationDiff {
 
         var adopted: [(current: Int, next: Int)] = []
         for slot in 0..<next.count where lifetimes[slot] == .singleton && !affected[slot] {
-            guard let mapped = currentSlot[slot], core.buffers.singletonBox(at: mapped) != nil else { continue }
+            guard let mapped = currentSlot[slot], core.createdSingletonBox(at: mapped) != nil else { continue }
             adopted.append((mapped, slot))
         }
         self.changed = changed

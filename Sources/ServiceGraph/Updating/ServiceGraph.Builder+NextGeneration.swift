@@ -71,17 +71,28 @@ extension ServiceGraph.Builder {
         var nextSlot: [Int: Int] = [:]
         var boxes: [Int: _AnyBox] = [:]
         for (currentSlot, slot) in diff.adopted {
-            guard let box = current.core.buffers.singletonBox(at: currentSlot) else { continue }
+            guard let box = current.core.createdSingletonBox(at: currentSlot)?.takeUnretainedValue() else {
+                continue
+            }
             nextSlot[currentSlot] = slot
-            boxes[slot] = box.takeUnretainedValue()
+            // One created on first use here is placed where readers look for it; the build places the rest.
+            if plan.deferred?[slot] == true, let deferred = core.deferredSingletons {
+                deferred.adopt(box, at: slot)
+            } else {
+                boxes[slot] = box
+            }
         }
-        // The taken-over hooks are this generation's from the start: a rebuilt service handing out one
-        // of those instances under its own key does not run them again.
-        let adoptedStarted = current.log.started.compactMap { service in
+        // The taken-over hooks are this generation's from the start (in the order they started, which
+        // the shutdown reverses): a rebuilt service handing out one of those instances under its own key
+        // does not run them again.
+        let currentDeferred = current.core.deferredSingletons
+        let currentStarted = current.log.started + (currentDeferred?.startedSoFar ?? [])
+        let adoptedStarted = currentStarted.compactMap { service in
             nextSlot[service.slot].map { StartedService(slot: $0, hooks: service.hooks) }
         }
         for service in adoptedStarted { _ = core.hookClaims.claim(service.hooks, for: service.slot) }
-        let adoptedAliases = current.log.aliases.compactMap { alias -> HookAlias? in
+        let currentAliases = current.log.aliases + (currentDeferred?.aliasesSoFar ?? [])
+        let adoptedAliases = currentAliases.compactMap { alias -> HookAlias? in
             guard let slot = nextSlot[alias.slot], let holder = nextSlot[alias.holder] else { return nil }
             return HookAlias(slot, heldBy: holder, in: core)
         }

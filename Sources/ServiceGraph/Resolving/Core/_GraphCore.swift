@@ -361,6 +361,12 @@ extension _GraphCore {
         creationSlots.append(Int32(truncatingIfNeeded: slot))
     }
 
+    /// The created instance of the singleton at `slot`, made by the build or on first use; nil when it
+    /// has not been made (yet).
+    func createdSingletonBox(at slot: Int) -> Unmanaged<_AnyBox>? {
+        buffers.singletonBox(at: slot) ?? deferredSingletons?.createdBox(at: slot)?.box
+    }
+
     /// Drops every singleton but those `kept` marks, most recently created first: a failed build's
     /// rollback (which keeps those that work it abandoned may still read, and drops them once that
     /// work ends), and the core's `deinit`. The creation order stays, for the failed build's report.
