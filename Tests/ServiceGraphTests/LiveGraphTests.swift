@@ -267,6 +267,20 @@ struct LiveGraphTests {
         #expect(error?.problems.first?.code == .graphShutDown)
     }
 
+    @Test("an update of a current generation shut down directly is refused: its instances are gone")
+    func updateAfterTheCurrentGenerationWasShutDown() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        try await live.current.shutdown()
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { $0.override(LiveConfigKey.self) { HookedService("config2", log: log) } }
+        }
+        #expect(error?.problems.first?.code == .graphShutDown)
+        #expect(!log.all.contains("init config2"))
+        try await live.shutdown()
+        #expect(log.count(of: "willRemove database1") == 1)
+    }
+
     @Test("readers on many tasks never get a removed instance while updates commit")
     func readersNeverSeeARemovedInstance() async throws {
         let counter = InstanceCounter()

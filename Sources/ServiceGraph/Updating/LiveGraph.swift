@@ -91,7 +91,11 @@ public final class LiveGraph: Sendable {
         let (builder, graph, generation, isShutDown) = state.withLock {
             ($0.builder, $0.graph, $0.generation, $0.isShutDown)
         }
-        guard !isShutDown else { throw ServiceGraphError(graph.core.shutDownProblem("an update")) }
+        // The current generation shut down directly (not through ``shutdown()``) has released its
+        // instances: none can be taken over.
+        guard !isShutDown, !graph.core.isShutDown() else {
+            throw ServiceGraphError(graph.core.shutDownProblem("an update"))
+        }
         let clock = ContinuousClock()
         let start = clock.now
         var prepared: Prepared
