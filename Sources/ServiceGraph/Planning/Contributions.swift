@@ -165,6 +165,7 @@ enum Contributions {
                 )
                 registration.scopeKind = contribution.scopeKind
                 registration.module = contribution.module
+                registration.serial = contribution.serial
             }
             registrations.append(registration)
             let label = contribution.id.map { "\(collection.name)[\(position): \($0)]" }
@@ -394,7 +395,7 @@ enum Contributions {
 extension Contribution {
     /// This contribution with `override`'s provider, keeping its place: id, position, before and after.
     func replaced(by override: Contribution) -> Contribution {
-        Contribution(
+        var replaced = Contribution(
             collection: collection,
             id: id,
             position: position,
@@ -409,6 +410,8 @@ extension Contribution {
             module: override.module,
             inheritedRegistration: nil
         )
+        replaced.serial = override.serial
+        return replaced
     }
 }
 

@@ -118,6 +118,7 @@ enum Decorations {
                 )
                 registration.scopeKind = scopeKind
                 registration.module = decorator.module
+                registration.serial = decorator.serial
                 registrations.append(registration)
             }
         }

@@ -26,6 +26,8 @@ struct Contribution: Sendable {
     /// For a parent's contribution a child graph merges into its own list: the registration the child
     /// inherited for it, placed as it is (its instance is the parent's).
     var inheritedRegistration: Registration? = nil
+    /// As ``Registration/serial``: which `contribute` call this is; an override's, once it replaced one.
+    var serial: Int32 = -1
 
     var collectionID: ObjectIdentifier { ObjectIdentifier(collection.key) }
 }

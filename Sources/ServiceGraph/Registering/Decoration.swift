@@ -12,6 +12,8 @@ struct Decoration: Sendable {
     let factory: _AnyFactory
     /// The module that registered it (see ``Registration/module``).
     let module: UInt16
+    /// As ``Registration/serial``: which `decorate` call this is.
+    var serial: Int32 = -1
 
     var keyID: ObjectIdentifier { ObjectIdentifier(key) }
 }
@@ -19,7 +21,7 @@ struct Decoration: Sendable {
 /// The value of `Key` after its first `Stage` decorators: stage 0 is the value its provider makes,
 /// before any decorator. The last stage is `Key` itself, which is what dependents receive.
 @usableFromInline
-enum DecoratedStage<Key: ServiceKey, Stage: _Ordinal>: ServiceKey {
+enum DecoratedStage<Key: ServiceKey, Stage: _Ordinal>: ServiceKey, DecoratedStageKey {
     @usableFromInline
     typealias Value = Key.Value
 
@@ -28,9 +30,18 @@ enum DecoratedStage<Key: ServiceKey, Stage: _Ordinal>: ServiceKey {
         Stage.value == 0 ? "\(Key.serviceName) (undecorated)" : "\(Key.serviceName) (decorator \(Stage.value))"
     }
 
+    /// The key whose stage this is.
+    static var decoratedKey: any ServiceKey.Type { Key.self }
+
     /// The key of another stage of the same key.
     static func stage(_ stage: Int) -> any ServiceKey.Type {
         func key<Other: _Ordinal>(_: Other.Type) -> any ServiceKey.Type { DecoratedStage<Key, Other>.self }
         return key(ordinal(stage))
     }
+}
+
+/// A stage of a decorated key (``DecoratedStage``), seen without its parameters.
+protocol DecoratedStageKey {
+    /// The key whose stage this is.
+    static var decoratedKey: any ServiceKey.Type { get }
 }

@@ -44,6 +44,10 @@ struct Registration: Sendable {
     /// The module that registered it, an index into the registration list's
     /// ``RegistrationList/modules`` (0: none).
     var module: UInt16 = 0
+    /// Which registration call this is, for a ``LiveGraph`` to tell a generation's providers from the
+    /// next one's (see `ServiceGraph.Builder.assignSerials()`); -1 until assigned, and for what a plan
+    /// makes itself (a list of contributions).
+    var serial: Int32 = -1
 
     init(
         key: any ServiceKey.Type,

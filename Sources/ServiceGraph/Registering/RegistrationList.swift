@@ -78,6 +78,17 @@ struct RegistrationList: RandomAccessCollection, MutableCollection, Sendable {
         count &+= 1
     }
 
+    /// Gives each registration without a serial the next one from `next` (see
+    /// `ServiceGraph.Builder.assignSerials()`).
+    mutating func assignSerials(from next: inout Int32) {
+        for chunk in chunks.indices {
+            for index in chunks[chunk].indices where chunks[chunk][index].serial < 0 {
+                chunks[chunk][index].serial = next
+                next += 1
+            }
+        }
+    }
+
     /// Removes the registrations `shouldBeRemoved` picks, keeping the order of the others; a list
     /// with none to remove is left as it is (its chunks still shared with copies).
     mutating func removeAll(where shouldBeRemoved: (Registration) throws -> Bool) rethrows {

@@ -33,6 +33,8 @@ extension ServiceGraph {
         private var lineage = RegistrationsLineage()
         /// Every key ``remove(_:)`` took out, for an update to count as changed (see ``LiveGraph``).
         var removedKeys: [ObjectIdentifier: any ServiceKey.Type] = [:]
+        /// The next number ``assignSerials()`` gives.
+        var nextSerial: Int32 = 0
         /// Keys declared as used from outside the graph (see `declareEntryPoints`).
         var entryPoints: Set<ObjectIdentifier> = []
         /// The last validated plan, so `validate()` then `build()` validates once.

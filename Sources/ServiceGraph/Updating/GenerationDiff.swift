@@ -1,12 +1,16 @@
 /// What a change set does to a graph: which services of the next generation are made again, which
 /// singletons it takes over from the current one, and which keys come and go.
 ///
-/// Worked out from the two builders and their plans, before anything runs:
-/// - **Changed**: each key the change set registers (provides, overrides, includes through a module),
-///   contributes to, decorates or removes; with a changed collection or decorated key, the keys that
-///   make it up (its elements, its decoration stages); and each key of the next plan that the current
-///   one does not have.
-/// - **Affected**: the changed keys and everything that depends on them, transitively, in either
+/// Worked out from the two plans, before anything runs. Each provider in a plan carries the number of
+/// the registration call that made it (``ServiceGraph/Builder/assignSerials()``): a `provide`,
+/// `override`, `contribute` (or `overrideContribution`) or `decorate`, numbered once, when the
+/// generation that first had it was made. So a provider of the next plan is the current generation's
+/// when its number is, whatever key the plan files it under (a contribution moved to another place in
+/// its list, a decorator under a new decorator), and new otherwise.
+/// - **Changed**: each provider of the next plan that the current one does not have: the change set
+///   made it (a new key, an override, a contribution, a decorator). A list of contributions, which
+///   the plan makes itself, is changed when its elements are not the same ones in the same order.
+/// - **Affected**: the changed services and everything that depends on them, transitively, in either
 ///   generation (a service whose optional dependency was removed depends on it only in the current
 ///   one). A singleton is affected too when it holds a lazy or provider handle (which reads the graph
 ///   it was made in), or when it hands out the instance of an affected singleton.
@@ -15,8 +19,8 @@
 ///   hooks, and no hook runs on it. One not created yet is created by the next generation, by its build
 ///   or on its first use there.
 struct GenerationDiff {
-    /// The keys the change set touched directly, by name, in the next plan's slot order, then the
-    /// removed ones.
+    /// The keys the change set touched directly, by name: the changed services' keys (a contribution's
+    /// list, a decorator's decorated key), in the next plan's slot order, then the removed ones.
     let changed: [String]
     /// By slot of the next plan: whether the service is made again (or made for the first time).
     let affected: [Bool]
@@ -28,48 +32,37 @@ struct GenerationDiff {
     /// The slots of the next plan whose keys the current generation does not have.
     let added: [Int]
 
-    /// The diff from the current generation (`graph`, made by `currentBuilder` from `current`) to the
-    /// graph `nextBuilder` makes, whose plan is `next`. The two plans' slots are the graphs' slots.
-    init(
-        from graph: ServiceGraph,
-        plan current: GraphPlan,
-        builtBy currentBuilder: ServiceGraph.Builder,
-        to next: GraphPlan,
-        builtBy nextBuilder: ServiceGraph.Builder
-    ) {
+    /// The diff from the current generation (`graph`, made from the plan `current`) to the graph of the
+    /// plan `next`. The two plans' slots are the graphs' slots.
+    init(from graph: ServiceGraph, plan current: GraphPlan, to next: GraphPlan) {
         let core = graph.core
-        let removedKeys = Set(nextBuilder.removedKeys.keys).subtracting(currentBuilder.removedKeys.keys)
-        var touched = removedKeys
-        touched.formUnion(
-            Self.appended(
-                from: currentBuilder.registrations.lazy.map(\.keyID),
-                to: nextBuilder.registrations.lazy.map(\.keyID),
-                removing: removedKeys
-            )
-        )
-        touched.formUnion(
-            Self.appended(
-                from: currentBuilder.contributions.lazy.map { ObjectIdentifier($0.collection.key) },
-                to: nextBuilder.contributions.lazy.map { ObjectIdentifier($0.collection.key) },
-                removing: removedKeys
-            )
-        )
-        touched.formUnion(
-            Self.appended(
-                from: currentBuilder.decorations.lazy.map(\.keyID),
-                to: nextBuilder.decorations.lazy.map(\.keyID),
-                removing: removedKeys
-            )
-        )
-
-        // The next plan's slot of each of the current generation's slots, and back.
         let currentCount = current.count
+        // Each slot's counterpart: the provider with the same number, or, for what a plan makes itself,
+        // the one under the same key.
         var nextSlot = [Int?](repeating: nil, count: currentCount)
         var currentSlot = [Int?](repeating: nil, count: next.count)
-        for slot in 0..<currentCount {
-            if let mapped = next.table.slot(for: current.providers[slot].keyID) {
-                nextSlot[slot] = mapped
-                currentSlot[mapped] = slot
+        // One call can make several providers (a factory with arguments, in both forms): the one under
+        // the same key, or the only one.
+        var currentBySerial: [Int32: [Int]] = [:]
+        for slot in 0..<currentCount where current.providers[slot].serial >= 0 {
+            currentBySerial[current.providers[slot].serial, default: []].append(slot)
+        }
+        for slot in 0..<next.count {
+            let provider = next.providers[slot]
+            let counterpart: Int?
+            if provider.serial >= 0 {
+                let candidates = currentBySerial[provider.serial] ?? []
+                counterpart =
+                    candidates.first { current.providers[$0].keyID == provider.keyID }
+                    ?? (candidates.count == 1 ? candidates[0] : nil)
+            } else {
+                counterpart = current.table.slot(for: provider.keyID).flatMap {
+                    current.providers[$0].serial < 0 ? $0 : nil
+                }
+            }
+            if let counterpart {
+                nextSlot[counterpart] = slot
+                currentSlot[slot] = counterpart
             }
         }
 
@@ -80,24 +73,20 @@ struct GenerationDiff {
             affected[slot] = true
             stack.append(slot)
         }
-        var changed: [String] = []
+        var changedSlots: [Int] = []
         for slot in 0..<next.count {
-            let isChanged = touched.contains(next.providers[slot].keyID) || currentSlot[slot] == nil
-            if isChanged {
-                changed.append(next.name(slot))
-                mark(slot)
+            let isChanged: Bool
+            if let counterpart = currentSlot[slot] {
+                // Made by the plan itself: changed when made of other providers.
+                isChanged =
+                    next.providers[slot].serial < 0
+                    && !Self.sameDependencies(of: slot, in: next, as: counterpart, in: current, mapped: currentSlot)
+            } else {
+                isChanged = true
             }
-        }
-        for slot in 0..<currentCount where nextSlot[slot] == nil {
-            changed.append(current.name(slot))
-        }
-        // The parts of a changed collection or decorated key (its elements, its stages) change with it.
-        var parts = stack
-        while let slot = parts.popLast() {
-            for dependency in next.edges.dependencies(of: slot)
-            where dependency >= 0 && next.providers[dependency].isWrapperKey && !affected[dependency] {
-                mark(dependency)
-                parts.append(dependency)
+            if isChanged {
+                changedSlots.append(slot)
+                mark(slot)
             }
         }
         // A singleton holding a lazy or provider handle cannot be taken over: the handle reads the graph it
@@ -106,7 +95,7 @@ struct GenerationDiff {
         for slot in 0..<next.count where lifetimes[slot] == .singleton && !affected[slot] {
             if Self.holdsHandle(slot, in: next) { mark(slot) }
         }
-        // In the current generation: what depended on a changed or removed key.
+        // In the current generation: what depended on a replaced or removed provider.
         var currentStack: [Int] = []
         var currentReached = [Bool](repeating: false, count: currentCount)
         for slot in 0..<currentCount where nextSlot[slot] == nil || nextSlot[slot].map({ affected[$0] }) == true {
@@ -124,18 +113,15 @@ struct GenerationDiff {
         }
         // In the next generation: everything that depends on an affected service; and a singleton that
         // hands out the instance an affected one holds.
-        let aliases = graph.log.aliases
+        let aliases = graph.log.aliases + (core.deferredSingletons?.aliasesSoFar ?? [])
         let nextDependents = next.edges.dependents
         repeat {
             while let slot = stack.popLast() {
                 nextDependents.forEach(of: slot) { mark($0) }
             }
             for alias in aliases {
-                guard let holder = nextSlot[alias.holder], let slot = nextSlot[alias.slot] else {
-                    if let slot = nextSlot[alias.slot] { mark(slot) }
-                    continue
-                }
-                if affected[holder] { mark(slot) }
+                guard let slot = nextSlot[alias.slot] else { continue }
+                if nextSlot[alias.holder].map({ affected[$0] }) ?? true { mark(slot) }
             }
         } while !stack.isEmpty
 
@@ -144,22 +130,55 @@ struct GenerationDiff {
             guard let mapped = currentSlot[slot], core.createdSingletonBox(at: mapped) != nil else { continue }
             adopted.append((mapped, slot))
         }
+        // Names are keys': a changed contribution names its list, a changed decorator the decorated key.
+        var changed: [String] = []
+        var named: Set<ObjectIdentifier> = []
+        for slot in changedSlots {
+            let key = Self.publicKey(of: slot, in: next)
+            if named.insert(ObjectIdentifier(key)).inserted { changed.append(key.serviceName) }
+        }
+        let removed = (0..<currentCount).filter { next.table.slot(for: current.providers[$0].keyID) == nil }
+        for slot in removed {
+            let key = Self.publicKey(of: slot, in: current)
+            if named.insert(ObjectIdentifier(key)).inserted { changed.append(key.serviceName) }
+        }
         self.changed = changed
         self.affected = affected
         self.adopted = adopted
-        self.removed = (0..<currentCount).filter { nextSlot[$0] == nil }
-        self.added = (0..<next.count).filter { currentSlot[$0] == nil }
+        self.removed = removed
+        self.added = (0..<next.count).filter { current.table.slot(for: next.providers[$0].keyID) == nil }
     }
 
-    /// The keys of the entries `next` has beyond those of `current` that stayed: `next` is `current`
-    /// without the entries of `removing`, then what was appended.
-    private static func appended(
-        from current: some Sequence<ObjectIdentifier>,
-        to next: some Collection<ObjectIdentifier>,
-        removing removed: Set<ObjectIdentifier>
-    ) -> Set<ObjectIdentifier> {
-        let kept = current.reduce(0) { count, key in removed.contains(key) ? count : count + 1 }
-        return Set(next.dropFirst(kept))
+    /// Whether the service at `slot` of `plan` depends on the same providers, in the same order, as the
+    /// one at `counterpart` of `other` (its dependencies mapped by `mapped`).
+    private static func sameDependencies(
+        of slot: Int,
+        in plan: GraphPlan,
+        as counterpart: Int,
+        in other: GraphPlan,
+        mapped: [Int?]
+    ) -> Bool {
+        let mine = plan.edges.dependencies(of: slot)
+        let theirs = other.edges.dependencies(of: counterpart)
+        guard mine.count == theirs.count else { return false }
+        for (dependency, otherDependency) in zip(mine, theirs) {
+            guard dependency >= 0, otherDependency >= 0 else {
+                if dependency != otherDependency { return false }
+                continue
+            }
+            if mapped[dependency] != otherDependency { return false }
+        }
+        return true
+    }
+
+    /// The key a user registered for the service at `slot`: a contribution's list, a decorator stage's
+    /// decorated key, or the service's own.
+    private static func publicKey(of slot: Int, in plan: GraphPlan) -> any ServiceKey.Type {
+        let provider = plan.providers[slot]
+        if let placed = plan.composition.placed.first(where: { $0.elementID == provider.keyID }) {
+            return placed.collection.key
+        }
+        return (provider.key as? any DecoratedStageKey.Type)?.decoratedKey ?? provider.key
     }
 
     /// Whether the service at `slot` holds a lazy or provider handle, which reads the graph it was made in.

@@ -51,6 +51,7 @@ public final class LiveGraph: Sendable {
     public init(_ builder: ServiceGraph.Builder) async throws(ServiceGraphError) {
         var builder = builder
         builder.removedKeys = [:]
+        builder.assignSerials()
         let graph = try await builder.build()
         state = Locked(State(builder: builder, graph: graph, generation: 1))
         currentGraph = AtomicStrongReference(graph)
@@ -207,8 +208,9 @@ public final class LiveGraph: Sendable {
         let current = try builder.validatedPlan()
         var next = builder
         change(&next)
+        next.assignSerials()
         let nextPlan = try next.validatedNextPlan(after: current, removing: next.removedKeys)
-        let diff = GenerationDiff(from: graph, plan: current, builtBy: builder, to: nextPlan, builtBy: next)
+        let diff = GenerationDiff(from: graph, plan: current, to: nextPlan)
         return Prepared(
             builder: next,
             nextPlan: nextPlan,
