@@ -17,14 +17,27 @@ public struct GraphUpdatePlan: Sendable, CustomStringConvertible {
     /// The keys the change set provides, overrides, contributes to, decorates or removes.
     public let changed: [String]
     /// The singletons the next generation makes (again, or for the first time), in dependency order.
-    public let rebuilt: [String]
+    public var rebuilt: [String] { rebuiltSlots.map { plan.name($0) } }
     /// The singletons the next generation takes over from the current one, the same instances: no
     /// hook runs on them.
-    public let shared: [String]
+    public var shared: [String] { sharedSlots.map { plan.name($0) } }
     /// The keys the next generation has and the current one does not.
-    public let added: [String]
+    public var added: [String] { addedSlots.map { plan.name($0) } }
     /// The keys the current generation has and the next one does not.
-    public let removed: [String]
+    public var removed: [String] { removedSlots.map { current.name($0) } }
+
+    /// How many singletons the next generation makes: ``rebuilt``'s count, without naming them.
+    public var rebuiltCount: Int { rebuiltSlots.count }
+    /// How many singletons the next generation takes over: ``shared``'s count, without naming them.
+    public var sharedCount: Int { sharedSlots.count }
+
+    // Slots, named only when asked for: naming every key of a large graph costs more than the update.
+    private let rebuiltSlots: [Int]
+    private let sharedSlots: [Int]
+    private let addedSlots: [Int]
+    private let removedSlots: [Int]
+    private let plan: GraphPlan
+    private let current: GraphPlan
     /// The next generation's graph, marked, for ``dump(_:)``: made only when asked for.
     private let snapshot: GraphSnapshot
 
@@ -32,12 +45,16 @@ public struct GraphUpdatePlan: Sendable, CustomStringConvertible {
         self.generation = generation
         changed = diff.changed
         let lifetimes = plan.lifetimes
-        rebuilt = plan.order.filter { lifetimes[$0] == .singleton && diff.affected[$0] && plan.deferred?[$0] != true }
-            .map { plan.name($0) }
-        let adopted = Set(diff.adopted.map(\.next))
-        shared = plan.order.filter { adopted.contains($0) }.map { plan.name($0) }
-        added = diff.added.map { plan.name($0) }
-        removed = diff.removed.map { current.name($0) }
+        rebuiltSlots = plan.order.filter {
+            lifetimes[$0] == .singleton && diff.affected[$0] && plan.deferred?[$0] != true
+        }
+        var adopted = [Bool](repeating: false, count: plan.count)
+        for (_, slot) in diff.adopted { adopted[slot] = true }
+        sharedSlots = plan.order.filter { adopted[$0] }
+        addedSlots = diff.added
+        removedSlots = diff.removed
+        self.plan = plan
+        self.current = current
         snapshot = GraphSnapshot { GraphDescription(plan: plan).marked(with: diff) }
     }
 

@@ -31,6 +31,9 @@ public final class LiveGraph: Sendable {
         var generation: Int
         /// The replaced generations still retiring.
         var retiring: [Int: Task<[ServiceGraphError.Problem], Never>] = [:]
+        /// The last replaced generation's retirement: the next one releases nothing before it is done,
+        /// since an instance this generation shared on may still be used by that one's scopes.
+        var lastRetirement: Task<[ServiceGraphError.Problem], Never>?
         /// What retired generations' `willRemove` hooks reported, for ``shutdown()``.
         var retirementProblems: [ServiceGraphError.Problem] = []
         var isShutDown = false
@@ -129,8 +132,11 @@ public final class LiveGraph: Sendable {
             _ = currentGraph.exchange(next)
             state.generation = generation + 1
             let retiring = RetiringGeneration(graph)
-            state.retiring[generation] = Task { [weak self, forced, events] in
+            let previous = state.lastRetirement
+            let task = Task { [weak self, forced, events] in
                 await retiring.waitUntilUnused(unless: forced)
+                // Older generations first: what they still use may have been shared into this one.
+                _ = await previous?.value
                 let problems = await retiring.retire(handingOver: sharedSlots)
                 events.send(
                     ServiceGraphEvent(
@@ -143,10 +149,15 @@ public final class LiveGraph: Sendable {
                 self?.retired(generation, problems: problems)
                 return problems
             }
+            state.retiring[generation] = task
+            state.lastRetirement = task
             return true
         }
         guard committed else {
-            try? await next.shutdown()
+            // The taken-over instances stay the current generation's: only what this update made goes.
+            var adopted = [Bool](repeating: false, count: next.core.count)
+            for (_, slot) in prepared.diff.adopted { adopted[slot] = true }
+            _ = await next.retire(handingOver: adopted)
             throw ServiceGraphError(graph.core.shutDownProblem("an update"))
         }
         events.send(
@@ -160,11 +171,17 @@ public final class LiveGraph: Sendable {
         return prepared.plan
     }
 
-    /// Shuts the graph down: waits for the replaced generations to retire, then shuts the current one
-    /// down (see ``ServiceGraph/shutdown()``). Updates are refused from the start.
+    /// Shuts the graph down: lets an update under way finish (committed or rolled back), retires the
+    /// replaced generations at once, oldest first (closing the scopes still open on them, as
+    /// ``ServiceGraph/shutdown()`` does), then shuts the current one down. Updates are refused from then
+    /// on.
     ///
     /// - Throws: Every `willRemove` failure, the retired generations' included.
     public nonisolated(nonsending) func shutdown() async throws(ServiceGraphError) {
+        // An update under way finishes (committed or rolled back) first: its next generation shares
+        // instances with the current one.
+        await updates.enter()
+        defer { updates.leave() }
         let (graph, retiring) = state.withLock { state in
             state.isShutDown = true
             return (state.graph, Array(state.retiring.values))
@@ -186,6 +203,7 @@ public final class LiveGraph: Sendable {
     private func retired(_ generation: Int, problems: [ServiceGraphError.Problem]) {
         state.withLock { state in
             state.retiring[generation] = nil
+            if state.retiring.isEmpty { state.lastRetirement = nil }
             state.retirementProblems += problems
         }
     }
