@@ -61,6 +61,14 @@ if let flag = arguments.firstIndex(of: "--profile-scale") {
     exit(0)
 }
 
+if let flag = arguments.firstIndex(of: "--profile-live") {
+    // Updates of a live 10,000-service random DAG, each overriding the same leaf, for a profiler
+    // (`--profile-live 1000`); prints the heap in use and the median update every tenth of the run.
+    let rounds = flag + 1 < arguments.count ? Int(arguments[flag + 1]) ?? 1_000 : 1_000
+    try await profileLiveUpdates(rounds)
+    exit(0)
+}
+
 if arguments.contains("--distinct") {
     // Only the rows of 1,000 distinct types.
     try await distinctTypeRows(Effort.full)
@@ -80,6 +88,16 @@ if arguments.contains("--seeded") {
 if arguments.contains("--composition") {
     // Only the composition rows.
     for row in try await compositionRows(effort) {
+        record(row.scenario, row.contender, row.median, note: row.note)
+    }
+    printTable(results)
+    exit(0)
+}
+
+if arguments.contains("--live") {
+    // Only the live-graph rows.
+    print("Scenario: live graph (an update against a full build, a read through the holder)")
+    for row in try await liveRows(effort) {
         record(row.scenario, row.contender, row.median, note: row.note)
     }
     printTable(results)
@@ -223,6 +241,11 @@ for row in try await seededScopeRows(effort) {
 
 print("Scenario: composition (contributed lists), against hand-wired lists")
 for row in try await compositionRows(effort) {
+    record(row.scenario, row.contender, row.median, note: row.note)
+}
+
+print("Scenario: live graph (an update against a full build, a read through the holder)")
+for row in try await liveRows(effort) {
     record(row.scenario, row.contender, row.median, note: row.note)
 }
 
