@@ -458,4 +458,25 @@ struct LiveGraphTests {
         let removedDatabase = try #require(log.index(of: "willRemove database1"))
         #expect(removedReport < removedDatabase)
     }
+
+    @Test("one instance under two keys: replacing the key that ran its hooks leaves it started, under the other")
+    func instanceUnderTwoKeys() async throws {
+        let log = EventLog()
+        let shared = HookedService("shared", log: log)
+        var builder = ServiceGraph.Builder()
+        builder.provide(LiveConfigKey.self) { shared }
+        builder.provide(LiveDatabaseKey.self) { shared }
+        let live = try await LiveGraph(builder)
+        #expect(log.count(of: "didAdd shared") == 1)
+        try await live.update { $0.override(LiveConfigKey.self) { HookedService("config2", log: log) } }
+        #expect(live.current[LiveDatabaseKey.self] === shared)
+        // The first generation retires: the instance the second still hands out stays started.
+        for _ in 0..<50 { await Task.yield() }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(log.count(of: "willRemove shared") == 0)
+        try await live.update { $0.override(LiveDatabaseKey.self) { HookedService("database2", log: log) } }
+        try await live.shutdown()
+        #expect(log.count(of: "didAdd shared") == 1)
+        #expect(log.count(of: "willRemove shared") == 1)
+    }
 }

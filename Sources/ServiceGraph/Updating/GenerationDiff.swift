@@ -13,11 +13,13 @@
 /// - **Affected**: the changed services and everything that depends on them, transitively, in either
 ///   generation (a service whose optional dependency was removed depends on it only in the current
 ///   one). A singleton is affected too when it holds a lazy or provider handle (which reads the graph
-///   it was made in), or when it hands out the instance of an affected singleton.
+///   it was made in).
 /// - **Adopted**: every singleton of the next generation that is not affected and was created in the
 ///   current one (by the build, or on first use): the next generation takes the instance over, with its
 ///   hooks, and no hook runs on it. One not created yet is created by the next generation, by its build
 ///   or on its first use there.
+/// - **Transferred**: an adopted singleton handing out an instance whose hooks a replaced or removed
+///   singleton ran (one instance under two keys) takes those hooks over: the instance stays started.
 struct GenerationDiff {
     /// The keys the change set touched directly, by name: the changed services' keys (a contribution's
     /// list, a decorator's decorated key), in the next plan's slot order, then the removed ones.
@@ -27,6 +29,10 @@ struct GenerationDiff {
     /// The singletons the next generation takes over: their slot in the current generation and in the
     /// next.
     let adopted: [(current: Int, next: Int)]
+    /// The hooks of an instance that an adopted singleton hands out, run in the current generation by a
+    /// singleton the next one does not take over: the holder's slot in the current generation, and the
+    /// adopted singleton's in the next.
+    let transferred: [(currentHolder: Int, next: Int)]
     /// The slots of the current generation whose keys the next one does not have.
     let removed: [Int]
     /// The slots of the next plan whose keys the current generation does not have.
@@ -111,24 +117,28 @@ struct GenerationDiff {
                 if let mapped = nextSlot[dependent] { mark(mapped) }
             }
         }
-        // In the next generation: everything that depends on an affected service; and a singleton that
-        // hands out the instance an affected one holds.
-        let aliases = graph.log.aliases + (core.deferredSingletons?.aliasesSoFar ?? [])
+        // In the next generation: everything that depends on an affected service.
         let nextDependents = next.edges.dependents
-        repeat {
-            while let slot = stack.popLast() {
-                nextDependents.forEach(of: slot) { mark($0) }
-            }
-            for alias in aliases {
-                guard let slot = nextSlot[alias.slot] else { continue }
-                if nextSlot[alias.holder].map({ affected[$0] }) ?? true { mark(slot) }
-            }
-        } while !stack.isEmpty
+        while let slot = stack.popLast() {
+            nextDependents.forEach(of: slot) { mark($0) }
+        }
 
         var adopted: [(current: Int, next: Int)] = []
+        var isAdopted = [Bool](repeating: false, count: currentCount)
         for slot in 0..<next.count where lifetimes[slot] == .singleton && !affected[slot] {
             guard let mapped = currentSlot[slot], core.createdSingletonBox(at: mapped) != nil else { continue }
             adopted.append((mapped, slot))
+            isAdopted[mapped] = true
+        }
+        // One instance under two keys: when the singleton that ran its hooks is not taken over, the first
+        // taken-over one that hands it out runs them from now on.
+        var transferred: [(currentHolder: Int, next: Int)] = []
+        var heirs: Set<Int> = []
+        for alias in graph.log.aliases + (core.deferredSingletons?.aliasesSoFar ?? [])
+        where isAdopted[alias.slot] && !isAdopted[alias.holder] && !heirs.contains(alias.holder) {
+            guard let slot = nextSlot[alias.slot] else { continue }
+            heirs.insert(alias.holder)
+            transferred.append((alias.holder, slot))
         }
         // Names are keys': a changed contribution names its list, a changed decorator the decorated key.
         var changed: [String] = []
@@ -145,6 +155,7 @@ struct GenerationDiff {
         self.changed = changed
         self.affected = affected
         self.adopted = adopted
+        self.transferred = transferred
         self.removed = removed
         self.added = (0..<next.count).filter { current.table.slot(for: next.providers[$0].keyID) == nil }
     }

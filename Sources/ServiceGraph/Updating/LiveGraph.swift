@@ -124,6 +124,7 @@ public final class LiveGraph: Sendable {
         prepared.builder.removedKeys = [:]
         var handedOver = [Bool](repeating: false, count: graph.core.count)
         for (slot, _) in prepared.diff.adopted { handedOver[slot] = true }
+        for (holder, _) in prepared.diff.transferred { handedOver[holder] = true }
         let sharedSlots = handedOver
         let committed = state.withLock { state -> Bool in
             guard !state.isShutDown else { return false }

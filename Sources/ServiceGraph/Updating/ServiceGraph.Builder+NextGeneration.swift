@@ -87,8 +87,9 @@ extension ServiceGraph.Builder {
         // does not run them again.
         let currentDeferred = current.core.deferredSingletons
         let currentStarted = current.log.started + (currentDeferred?.startedSoFar ?? [])
+        let heirs = Dictionary(diff.transferred.map { ($0.currentHolder, $0.next) }) { first, _ in first }
         let adoptedStarted = currentStarted.compactMap { service in
-            nextSlot[service.slot].map { StartedService(slot: $0, hooks: service.hooks) }
+            (nextSlot[service.slot] ?? heirs[service.slot]).map { StartedService(slot: $0, hooks: service.hooks) }
         }
         for service in adoptedStarted { _ = core.hookClaims.claim(service.hooks, for: service.slot) }
         let currentAliases = current.log.aliases + (currentDeferred?.aliasesSoFar ?? [])
