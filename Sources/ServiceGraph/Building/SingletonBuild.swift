@@ -36,15 +36,15 @@ struct SingletonBuild {
     /// The singletons made that hand out an instance whose `didAdd` is still running (for its holder,
     /// the key), finished once it has: what depends on them must not start before the instance.
     private var awaitingHolder: [Int: [(slot: Int, box: _AnyBox, factory: Duration)]] = [:]
-    /// For the next generation of a graph: the singletons it takes over from the current one, by slot,
-    /// placed as they are (no factory, no hook) when their turn comes.
-    private var adopted: [Int: _AnyBox]
+    /// For the next generation of a graph: the singletons it takes over from the current one, by slot
+    /// (empty otherwise), placed as they are (no factory, no hook) when their turn comes.
+    private var adopted: [_AnyBox?]
     private(set) var log: BuildLog
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
     private let inbox = BuildInbox()
 
-    init(plan: GraphPlan, core: _GraphCore, adopting adopted: [Int: _AnyBox] = [:]) {
+    init(plan: GraphPlan, core: _GraphCore, adopting adopted: [_AnyBox?] = []) {
         self.core = core
         self.plan = plan
         self.adopted = adopted
@@ -226,7 +226,7 @@ struct SingletonBuild {
                 nextReady += 1
                 if nextReady & 63 == 0 { isCancelled = Task.isCancelled }
             }
-            if !adopted.isEmpty, let box = adopted.removeValue(forKey: slot) {
+            if !adopted.isEmpty, let box = adopted[slot].take() {
                 finish(slot, box, factory: .zero, didAdd: nil, isAdopted: true)
                 continue
             }

@@ -47,20 +47,39 @@ struct GenerationDiff {
         // the one under the same key.
         var nextSlot = [Int?](repeating: nil, count: currentCount)
         var currentSlot = [Int?](repeating: nil, count: next.count)
-        // One call can make several providers (a factory with arguments, in both forms): the one under
-        // the same key, or the only one.
-        var currentBySerial: [Int32: [Int]] = [:]
-        for slot in 0..<currentCount where current.providers[slot].serial >= 0 {
-            currentBySerial[current.providers[slot].serial, default: []].append(slot)
+        // Serials are dense, from 0: a table indexed by serial. One call can make several providers (a
+        // factory with arguments, in both forms): the first in the table, the others aside; the
+        // counterpart is the one under the same key, or the only one.
+        var firstBySerial: [Int] = []
+        var othersBySerial: [Int32: [Int]] = [:]
+        for slot in 0..<currentCount {
+            let serial = Int(current.providers[slot].serial)
+            guard serial >= 0 else { continue }
+            if serial >= firstBySerial.count {
+                firstBySerial.append(contentsOf: repeatElement(-1, count: serial - firstBySerial.count + 1))
+            }
+            if firstBySerial[serial] < 0 {
+                firstBySerial[serial] = slot
+            } else {
+                othersBySerial[Int32(serial), default: []].append(slot)
+            }
         }
         for slot in 0..<next.count {
             let provider = next.providers[slot]
             let counterpart: Int?
             if provider.serial >= 0 {
-                let candidates = currentBySerial[provider.serial] ?? []
-                counterpart =
-                    candidates.first { current.providers[$0].keyID == provider.keyID }
-                    ?? (candidates.count == 1 ? candidates[0] : nil)
+                let serial = Int(provider.serial)
+                let first = serial < firstBySerial.count ? firstBySerial[serial] : -1
+                if first < 0 {
+                    counterpart = nil
+                } else if let others = othersBySerial[provider.serial] {
+                    let candidates = [first] + others
+                    counterpart =
+                        candidates.first { current.providers[$0].keyID == provider.keyID }
+                        ?? (candidates.count == 1 ? candidates[0] : nil)
+                } else {
+                    counterpart = first
+                }
             } else {
                 counterpart = current.table.slot(for: provider.keyID).flatMap {
                     current.providers[$0].serial < 0 ? $0 : nil
@@ -147,7 +166,15 @@ struct GenerationDiff {
             let key = Self.publicKey(of: slot, in: next)
             if named.insert(ObjectIdentifier(key)).inserted { changed.append(key.serviceName) }
         }
-        let removed = (0..<currentCount).filter { next.table.slot(for: current.providers[$0].keyID) == nil }
+        // A key is in both plans when its provider's counterpart is filed under it; otherwise, look it up.
+        func isUnder(_ slot: Int, of plan: GraphPlan, theSameKeyAs other: Int?, of otherPlan: GraphPlan) -> Bool {
+            guard let other else { return false }
+            return plan.providers[slot].keyID == otherPlan.providers[other].keyID
+        }
+        let removed = (0..<currentCount).filter { slot in
+            !isUnder(slot, of: current, theSameKeyAs: nextSlot[slot], of: next)
+                && next.table.slot(for: current.providers[slot].keyID) == nil
+        }
         for slot in removed {
             let key = Self.publicKey(of: slot, in: current)
             if named.insert(ObjectIdentifier(key)).inserted { changed.append(key.serviceName) }
@@ -157,7 +184,10 @@ struct GenerationDiff {
         self.adopted = adopted
         self.transferred = transferred
         self.removed = removed
-        self.added = (0..<next.count).filter { current.table.slot(for: next.providers[$0].keyID) == nil }
+        self.added = (0..<next.count).filter { slot in
+            !isUnder(slot, of: next, theSameKeyAs: currentSlot[slot], of: current)
+                && current.table.slot(for: next.providers[slot].keyID) == nil
+        }
     }
 
     /// Whether the service at `slot` of `plan` depends on the same providers, in the same order, as the

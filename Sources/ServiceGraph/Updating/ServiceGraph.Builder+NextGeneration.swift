@@ -68,8 +68,8 @@ extension ServiceGraph.Builder {
             events: EventSink(handler: eventHandler, kinds: eventKinds),
             reportsResolves: reportsResolveEvents && eventHandler != nil && eventKinds.contains(.resolved)
         )
-        var nextSlot: [Int: Int] = [:]
-        var boxes: [Int: _AnyBox] = [:]
+        var nextSlot = [Int?](repeating: nil, count: current.core.count)
+        var boxes = [_AnyBox?](repeating: nil, count: diff.adopted.isEmpty ? 0 : plan.count)
         for (currentSlot, slot) in diff.adopted {
             guard let box = current.core.createdSingletonBox(at: currentSlot)?.takeUnretainedValue() else {
                 continue
