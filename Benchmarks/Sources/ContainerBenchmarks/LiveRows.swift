@@ -244,7 +244,7 @@ func liveReadRows(_ effort: Effort) async throws -> [AsyncRow] {
             scenario: scenario,
             contender: "ServiceGraph, live.current alone",
             median: reads[3],
-            note: "the holder's part: its lock and the graph's retain and release"
+            note: "the holder's part: its lock-free load of the generation, and the graph's retain and release"
         ),
     ]
 }
