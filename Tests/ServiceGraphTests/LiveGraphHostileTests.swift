@@ -55,7 +55,7 @@ private final class HostileNode: LifecycleHooks, Sendable {
     func willRemove() async throws {
         log.record("willRemove \(name)")
         if fault == .failWillRemove { throw TestFailure("willRemove of \(name) failed on purpose") }
-        if fault == .hangWillRemove { try await Task.sleep(for: .seconds(5)) }
+        if fault == .hangWillRemove { try await Task.sleep(for: .seconds(60)) }
     }
 }
 
@@ -1271,10 +1271,12 @@ struct LiveGraphHostileTests {
         try await hostileLive(builder) { live in
             try await live.update { $0.override(HostileAKey.self) { HostileNode("A", log: log) } }
             let started = ContinuousClock.now
-            let error = try await withDeadline(.seconds(5)) {
+            let error = try await withDeadline(.seconds(30)) {
                 await #expect(throws: ServiceGraphError.self) { try await live.shutdown() }
             }
-            #expect(ContinuousClock.now - started < hostileScaled(.seconds(3)))
+            // Long before the hook would end (a minute): it was abandoned, not waited for. A loose bound,
+            // not a timing assertion: the whole suite shares two cores.
+            #expect(ContinuousClock.now - started < hostileScaled(.seconds(15)))
             #expect(error?.problems.map(\.code) == [.hookTimedOut])
             #expect(error?.problems.first?.key == "HostileAKey")
             // Every instance still got its willRemove, the stuck one's dependents before it.
