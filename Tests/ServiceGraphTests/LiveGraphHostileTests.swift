@@ -23,7 +23,9 @@ private final class HostileNode: LifecycleHooks, Sendable {
     /// Whether the graph owns it (runs its hooks): false for a transient's instance.
     let owned: Bool
     let fault: Fault
-    let log: HostileLog
+    /// Weak: the log keeps every node for the checks, and a strong reference back would make a cycle
+    /// that outlives the test (the leak checker's run reports it).
+    weak let log: HostileLog?
 
     init(_ base: String, _ dependencies: [HostileNode] = [], log: HostileLog, owned: Bool = true, fault: Fault = .none)
     {
@@ -40,6 +42,7 @@ private final class HostileNode: LifecycleHooks, Sendable {
     var shape: [String] { dependencies.map(\.base) }
 
     func didAdd() async throws {
+        guard let log else { return }
         log.record("didAdd \(name)")
         for dependency in dependencies where dependency.owned {
             if !log.isStarted(dependency) { log.violation("\(name) started before its dependency \(dependency.name)") }
@@ -53,7 +56,7 @@ private final class HostileNode: LifecycleHooks, Sendable {
     }
 
     func willRemove() async throws {
-        log.record("willRemove \(name)")
+        log?.record("willRemove \(name)")
         if fault == .failWillRemove { throw TestFailure("willRemove of \(name) failed on purpose") }
         if fault == .hangWillRemove { try await Task.sleep(for: .seconds(60)) }
     }

@@ -177,6 +177,28 @@ struct LiveGraphPropertyTests {
                 #expect(recorder.count(of: .didAdd(index)) == created, "\(index): \(context)")
                 #expect(recorder.count(of: .willRemove(index)) == created, "\(index): \(context)")
             }
+            // Hook order: an instance goes after those that depend on it. For each plain edge between two
+            // kept singletons, the dependency's first and last willRemove come after the dependent's
+            // (a replaced pair goes with the old generation, dependent first; a shared dependency goes at
+            // the end, after the dependent's instances of both generations).
+            let events = recorder.events
+            func removals(_ index: Int) -> [Int] { events.indices.filter { events[$0] == .willRemove(index) } }
+            for dependent in graph.singletons where !change.removed.contains(dependent) {
+                for (position, dependency) in graph.dependencies[dependent].enumerated()
+                where dependency < graph.count && graph.lifetimes[dependency] == .singleton
+                    && !change.removed.contains(dependency) && !graph.isLazy(dependent, position)
+                    && !graph.isProvider(dependent, position)
+                {
+                    let (mine, theirs) = (removals(dependent), removals(dependency))
+                    guard let myFirst = mine.first, let myLast = mine.last, let theirFirst = theirs.first,
+                        let theirLast = theirs.last
+                    else { continue }
+                    #expect(
+                        theirFirst > myFirst && theirLast > myLast,
+                        "\(dependency) removed before its dependent \(dependent): \(context)"
+                    )
+                }
+            }
         }
     }
 

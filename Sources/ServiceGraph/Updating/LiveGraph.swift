@@ -19,11 +19,12 @@ import Synchronization
 /// - is transactional: if a factory or a `didAdd` fails, what it made is released in reverse order and
 ///   the current generation keeps serving, untouched;
 /// - on commit, ``current`` is the new generation, and the replaced generation retires on its own:
-///   once every scope opened on it has closed, its instances that were not shared get `willRemove`,
-///   in reverse dependency order.
+///   once no scope opened on it is open and no reader holds its graph, its instances that were not
+///   shared get `willRemove`, in reverse dependency order (generations retire oldest first).
 ///
-/// Updates are serialized: one that starts while another runs waits for it, and derives its
-/// generation from the one the other committed.
+/// Hold ``current`` for one unit of work and read it again for the next: a graph kept for good keeps
+/// its generation from retiring. Updates are serialized: one that starts while another runs waits for
+/// it, and derives its generation from the one the other committed.
 public final class LiveGraph: Sendable {
     private struct State {
         var builder: ServiceGraph.Builder
