@@ -263,7 +263,9 @@ struct SingletonBuild {
         let elapsed = lap.duration(to: end)
         lap = end
         // A plain test first: making the hooks' existential is for the instances that have them.
-        let claim = factory.hasHooks(box) ? factory.claimHooks(of: box, for: slot, in: core.hookClaims) : .none
+        let claim =
+            factory.hasHooks(box)
+            ? factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true) : .none
         switch claim {
         case .claimed(let hooks):
             running[slot] = UnretainingTask.start { [core, inbox] in
@@ -271,6 +273,9 @@ struct SingletonBuild {
             }
             startCountingDown()
             lap = clock.now  // the switch is not the next factory's time
+        case .takenOver(let hooks):
+            log.started.append(StartedService(slot: slot, hooks: hooks))
+            finish(slot, consume box, factory: elapsed, didAdd: nil)
         case .held(let holder):
             alias(slot, box, heldBy: holder, factory: elapsed)
         case .none:
@@ -338,9 +343,11 @@ struct SingletonBuild {
         // Too late: the build has given up on this factory, and its instance never started.
         guard deadline?.factoryFinished() ?? true else { return }
         let elapsed = start.duration(to: clock.now)
-        switch factory.claimHooks(of: box, for: slot, in: core.hookClaims) {
+        switch factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true) {
         case .claimed(let hooks):
             await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
+        case .takenOver(let hooks):
+            inbox.post(.created(slot: slot, box: box, hooks: hooks, factory: elapsed, didAdd: nil))
         case .held(let holder):
             inbox.post(.aliased(slot: slot, box: box, holder: holder, factory: elapsed))
         case .none:

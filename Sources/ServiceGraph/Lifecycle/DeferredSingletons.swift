@@ -81,9 +81,9 @@ final class DeferredSingletons: Sendable {
             core.events.send(
                 ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
             )
-            let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims)
+            let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true)
             let hooks = claim.hooks
-            if let hooks {
+            if let hooks = claim.hooksToStart {
                 do {
                     try await Lifecycle.didAdd(hooks, of: slot, in: core)
                 } catch {

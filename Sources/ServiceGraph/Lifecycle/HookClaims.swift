@@ -11,19 +11,41 @@
 /// Each claim keeps the slot of the service that made it (the instance's holder), so that another
 /// service of the same graph handing out the instance learns which one runs its hooks: its
 /// dependents are then started after, and removed before, the instance (``HookAlias``).
+///
+/// A ``LiveGraph``'s next generation follows the current one's claims (``follow(_:)``): a singleton it
+/// makes again that returns an instance the current generation started takes that instance's hooks
+/// over, without running `didAdd` again, and the current generation then skips its `willRemove` when it
+/// retires. Each instance gets each hook once, whichever generation runs it.
 final class HookClaims: Sendable {
-    /// The claimed instances, each with the slot that claimed it.
-    private let claimed = Locked<[ObjectIdentifier: Int]>([:])
+    private struct State {
+        /// The claimed instances, each with the slot that claimed it.
+        var claimed: [ObjectIdentifier: Int] = [:]
+        /// Claimed instances whose `willRemove` has begun: no longer handed on.
+        var releasing: Set<ObjectIdentifier> = []
+        /// Instances the next generation took over, with the slot that claimed them here: their hooks
+        /// are the next generation's to run.
+        var handedOn: [ObjectIdentifier: Int] = [:]
+        /// The previous generation's claims, until it has retired.
+        var previous: HookClaims?
+        /// What this generation took over from `previous` before it was committed: handed back, not
+        /// removed, if the generation is abandoned.
+        var uncommitted: Set<ObjectIdentifier> = []
+    }
+
+    private let state = Locked(State())
     private let parent: HookClaims?
 
     init(parent: HookClaims?) {
         self.parent = parent
     }
 
-    /// What ``claim(_:for:)`` found.
+    /// What ``claim(_:for:takingOver:)`` found.
     enum Outcome {
         /// This graph runs the hooks, for the slot that claimed them.
         case claimed
+        /// This graph runs the hooks from now on, for the slot that claimed them; the previous
+        /// generation started the instance (its `didAdd` ran there).
+        case takenOver
         /// An ancestor already runs them.
         case heldByAncestor
         /// This graph already runs them, for the service at `holder`.
@@ -31,24 +53,84 @@ final class HookClaims: Sendable {
     }
 
     /// Claims `hooks` for this graph, for the service at `slot`; a value's hooks are always claimed.
-    func claim(_ hooks: InstanceHooks, for slot: Int) -> Outcome {
+    /// A singleton (`takingOver`) takes over the hooks of an instance the previous generation started.
+    func claim(_ hooks: InstanceHooks, for slot: Int, takingOver: Bool = false) -> Outcome {
         guard let identity = hooks.identity else { return .claimed }
         var ancestor = parent
         while let claims = ancestor {
-            if claims.claimed.withLock({ $0[identity] != nil }) { return .heldByAncestor }
+            if claims.state.withLock({ $0.claimed[identity] != nil }) { return .heldByAncestor }
             ancestor = claims.parent
         }
-        return claimed.withLock { claimed in
-            if let holder = claimed[identity] { return .held(by: holder) }
-            claimed[identity] = slot
+        // Locks are taken newer generation first, the previous one's inside: never the other way.
+        return state.withLock { state in
+            if let holder = state.claimed[identity] { return .held(by: holder) }
+            state.claimed[identity] = slot
+            if takingOver, let previous = state.previous, previous.handOn(identity) {
+                state.uncommitted.insert(identity)
+                return .takenOver
+            }
             return .claimed
+        }
+    }
+
+    /// Begins the release of `hooks`: false when `willRemove` is not this graph's to run, because the
+    /// next generation took the instance over, or because this generation is abandoned and hands it
+    /// back to the previous one, which keeps it.
+    func beginRelease(_ hooks: InstanceHooks) -> Bool {
+        guard let identity = hooks.identity else { return true }
+        return state.withLock { state in
+            if state.handedOn.removeValue(forKey: identity) != nil { return false }
+            if state.uncommitted.remove(identity) != nil, let previous = state.previous {
+                state.claimed[identity] = nil
+                previous.handBack(identity)
+                return false
+            }
+            state.releasing.insert(identity)
+            return true
         }
     }
 
     /// Gives back the claim on `hooks` once its `willRemove` ran (or its `didAdd` failed).
     func giveBack(_ hooks: InstanceHooks) {
         guard let identity = hooks.identity else { return }
-        _ = claimed.withLock { $0.removeValue(forKey: identity) }
+        state.withLock { state in
+            state.claimed[identity] = nil
+            state.releasing.remove(identity)
+        }
+    }
+
+    /// Makes this graph, a ``LiveGraph``'s next generation, the heir of `previous`' claims.
+    func follow(_ previous: HookClaims) {
+        state.withLock { $0.previous = previous }
+    }
+
+    /// The generation is committed: what it took over is its own for good.
+    func commitTakeOvers() {
+        state.withLock { $0.uncommitted = [] }
+    }
+
+    /// The previous generation has retired: nothing more to take over from it.
+    func forgetPrevious() {
+        state.withLock { $0.previous = nil }
+    }
+
+    /// Hands the instance `identity` on to the next generation, if this one still runs its hooks and
+    /// its `willRemove` has not begun.
+    private func handOn(_ identity: ObjectIdentifier) -> Bool {
+        state.withLock { state in
+            guard let slot = state.claimed[identity], !state.releasing.contains(identity) else { return false }
+            state.claimed[identity] = nil
+            state.handedOn[identity] = slot
+            return true
+        }
+    }
+
+    /// Takes back an instance the next generation took over and then abandoned.
+    private func handBack(_ identity: ObjectIdentifier) {
+        state.withLock { state in
+            guard let slot = state.handedOn.removeValue(forKey: identity) else { return }
+            state.claimed[identity] = slot
+        }
     }
 }
 

@@ -25,11 +25,17 @@ extension _AnyFactory {
     }
 
     /// Claims the hooks of the freshly made instance in `box`, made for the service at `slot`, in
-    /// `claims`' graph.
-    func claimHooks(of box: _AnyBox, for slot: Int, in claims: HookClaims) -> ClaimedHooks {
+    /// `claims`' graph; a singleton (`takingOver`) may take them over from the previous generation.
+    func claimHooks(
+        of box: _AnyBox,
+        for slot: Int,
+        in claims: HookClaims,
+        takingOver: Bool = false
+    ) -> ClaimedHooks {
         guard let hooks = instanceHooks(of: box) else { return .none }
-        switch claims.claim(hooks, for: slot) {
+        switch claims.claim(hooks, for: slot, takingOver: takingOver) {
         case .claimed: return .claimed(hooks)
+        case .takenOver: return .takenOver(hooks)
         case .heldByAncestor: return .none
         case .held(let holder): return .held(by: holder)
         }
@@ -42,11 +48,22 @@ enum ClaimedHooks {
     case none
     /// This graph runs them, for this service.
     case claimed(InstanceHooks)
+    /// This graph runs them from now on, for this service: the previous generation of a ``LiveGraph``
+    /// started the instance, so its `didAdd` does not run again.
+    case takenOver(InstanceHooks)
     /// This graph runs them for the service at `holder`.
     case held(by: Int)
 
     /// The hooks this service runs.
     var hooks: InstanceHooks? {
+        switch self {
+        case .claimed(let hooks), .takenOver(let hooks): hooks
+        case .none, .held: nil
+        }
+    }
+
+    /// The hooks whose `didAdd` this service runs.
+    var hooksToStart: InstanceHooks? {
         guard case .claimed(let hooks) = self else { return nil }
         return hooks
     }

@@ -35,6 +35,9 @@ enum Lifecycle {
     static func releaseInPlace(_ started: [StartedService], of core: _GraphCore) async -> [ServiceGraphError.Problem] {
         var problems: [ServiceGraphError.Problem] = []
         for service in started.reversed() {
+            // Another generation's to run (a ``LiveGraph``'s next one took the instance over), or the
+            // previous one's again (this one is abandoned).
+            guard core.hookClaims.beginRelease(service.hooks) else { continue }
             if let problem = await run(.willRemove, of: service.slot, in: core, service.hooks.hooks.willRemove) {
                 problems.append(problem)
             }
