@@ -164,6 +164,34 @@ struct LiveGraphTests {
         try await live.shutdown()
     }
 
+    @Test("removing a key the graph does not have, then providing it, adds it")
+    func removingThenProvidingAnUnknownKeyAddsIt() async throws {
+        let log = EventLog()
+        let live = try await LiveGraph(appBuilder(log))
+        let plan = try await live.update { builder in
+            builder.remove(LiveFeatureKey.self)
+            builder.provide(LiveFeatureKey.self) { HookedService("feature", log: log) }
+        }
+        #expect(plan.added == ["LiveFeatureKey"])
+        #expect(try live.current.resolveSynchronously(LiveFeatureKey.self).name == "feature")
+        #expect(log.count(of: "didAdd feature") == 1)
+        try await live.shutdown()
+    }
+
+    @Test("a child graph's builder is refused, with what to do instead; the parent is untouched")
+    func childBuilderIsRefused() async throws {
+        let log = EventLog()
+        let parent = try await appBuilder(log).build()
+        var child = parent.makeChildBuilder()
+        child.provide(LiveExtraKey.self) { HookedService("extra", log: log) }
+        let error = await #expect(throws: ServiceGraphError.self) { _ = try await LiveGraph(child) }
+        #expect(error?.codes == [.unsupported])
+        #expect(error?.description.contains("root graph's builder") == true)
+        #expect(log.count(of: "didAdd extra") == 0)
+        try await parent.shutdown()
+        #expect(log.count(of: "willRemove config1") == 1)
+    }
+
     @Test("a change set's problems are reported together, as validate() reports them")
     func everyProblemAtOnce() async throws {
         let live = try await LiveGraph(appBuilder(EventLog()))
@@ -478,5 +506,63 @@ struct LiveGraphTests {
         try await live.shutdown()
         #expect(log.count(of: "didAdd shared") == 1)
         #expect(log.count(of: "willRemove shared") == 1)
+    }
+
+    @Test("a service made again that returns the instance it had keeps it started: no second didAdd or willRemove")
+    func remadeServiceReturningItsInstance() async throws {
+        let log = EventLog()
+        let shared = HookedService("shared", log: log)
+        var builder = ServiceGraph.Builder()
+        builder.provide(LiveConfigKey.self) { HookedService("config1", log: log) }
+        builder.provide(LiveMailerKey.self, dependsOn: LiveConfigKey.self) { _ in shared }
+        let live = try await LiveGraph(builder)
+        let plan = try await live.update { $0.override(LiveConfigKey.self) { HookedService("config2", log: log) } }
+        #expect(plan.rebuilt == ["LiveConfigKey", "LiveMailerKey"])
+        #expect(live.current[LiveMailerKey.self] === shared)
+        // The first generation retires (its config goes), and leaves the instance to the second.
+        for _ in 0..<500 where log.count(of: "willRemove config1") == 0 {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(log.count(of: "willRemove config1") == 1)
+        #expect(log.count(of: "willRemove shared") == 0)
+        try await live.shutdown()
+        #expect(log.count(of: "didAdd shared") == 1)
+        #expect(log.count(of: "willRemove shared") == 1)
+        // Removed by the generation that now holds it: before the config it was made with there.
+        let removedShared = try #require(log.index(of: "willRemove shared"))
+        let removedConfig = try #require(log.index(of: "willRemove config2"))
+        #expect(removedShared < removedConfig)
+    }
+
+    @Test("an update that fails after taking an instance over leaves it to the current generation")
+    func failedUpdateHandsTakenOverInstanceBack() async throws {
+        let log = EventLog()
+        let shared = HookedService("shared", log: log)
+        var builder = ServiceGraph.Builder()
+        builder.provide(LiveConfigKey.self) { HookedService("config1", log: log) }
+        builder.provide(LiveMailerKey.self, dependsOn: LiveConfigKey.self) { _ in shared }
+        builder.provide(LiveSignupKey.self, dependsOn: LiveMailerKey.self) { _ in HookedService("signup1", log: log) }
+        let live = try await LiveGraph(builder)
+        let error = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { builder in
+                builder.override(LiveConfigKey.self) { HookedService("config2", log: log) }
+                builder.override(LiveSignupKey.self, dependsOn: LiveMailerKey.self) { _ -> HookedService in
+                    throw TestFailure("signup down")
+                }
+            }
+        }
+        #expect(error?.problems.first?.code == .factoryFailed)
+        // Rolled back: what the update made is removed; the instance it took over is not.
+        #expect(log.count(of: "willRemove config2") == 1)
+        #expect(log.count(of: "willRemove shared") == 0)
+        #expect(live.generation == 1)
+        #expect(live.current[LiveMailerKey.self] === shared)
+        try await live.shutdown()
+        #expect(log.count(of: "didAdd shared") == 1)
+        #expect(log.count(of: "willRemove shared") == 1)
+        let removedSignup = try #require(log.index(of: "willRemove signup1"))
+        let removedShared = try #require(log.index(of: "willRemove shared"))
+        let removedConfig = try #require(log.index(of: "willRemove config1"))
+        #expect(removedSignup < removedShared && removedShared < removedConfig)
     }
 }

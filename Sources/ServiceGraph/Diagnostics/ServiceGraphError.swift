@@ -106,6 +106,7 @@ extension ServiceGraphError {
             case contradictoryOrder = "contradictory order"
             case unknownContribution = "unknown contribution"
             case privateDependency = "private dependency"
+            case unsupported = "unsupported"
         }
 
         private let base: Base
@@ -175,6 +176,9 @@ extension ServiceGraphError {
         public static let unknownContribution = Code(.unknownContribution)
         /// A service outside a module (``GraphModule``) depends on a key the module keeps private.
         public static let privateDependency = Code(.privateDependency)
+        /// A call the library does not support with what it was given: a ``LiveGraph`` made from a
+        /// child graph's builder, say. The message says what to do instead.
+        public static let unsupported = Code(.unsupported)
     }
 
     /// One problem: what went wrong, for which key, along which dependency path, registered where.

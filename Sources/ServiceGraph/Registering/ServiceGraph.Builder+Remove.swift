@@ -5,7 +5,9 @@ extension ServiceGraph.Builder {
     ///
     /// A later `provide` of `key` adds it again. A service that still depends on `key` is reported by
     /// ``validate()`` as a missing provider, naming the service and where it was registered; removing a
-    /// key the builder never had does nothing.
+    /// key the builder never had does nothing. (In a ``LiveGraph`` change set, removing a key that
+    /// neither the current generation nor the change set has is reported as
+    /// ``ServiceGraphError/Code/keyNotFound``: such a removal is most likely of the wrong key.)
     ///
     /// ```swift
     /// var test = ServiceGraph.Builder.application   // a copy: the app's wiring, not its instances
@@ -28,25 +30,5 @@ extension ServiceGraph.Builder {
             decorations.removeAll { removed.contains($0.keyID) }
         }
         for key in keys { removedKeys[ObjectIdentifier(key)] = key }
-    }
-}
-
-extension ServiceGraph.Builder {
-    /// Numbers each `provide`, `override`, `contribute` and `decorate` call that has no number yet, from
-    /// where the last numbering stopped: a ``LiveGraph`` numbers its first builder, then each change
-    /// set, so that the next generation's providers tell which of them the current generation had
-    /// (same number) and which the change set made (a new one), whatever key a plan files them under.
-    mutating func assignSerials() {
-        var next = nextSerial
-        registrations.assignSerials(from: &next)
-        for index in contributions.indices where contributions[index].serial < 0 {
-            contributions[index].serial = next
-            next += 1
-        }
-        for index in decorations.indices where decorations[index].serial < 0 {
-            decorations[index].serial = next
-            next += 1
-        }
-        nextSerial = next
     }
 }

@@ -162,8 +162,9 @@ struct GenerationDiff {
         // Names are keys': a changed contribution names its list, a changed decorator the decorated key.
         var changed: [String] = []
         var named: Set<ObjectIdentifier> = []
+        var nextLists = ContributionLists(next)
         for slot in changedSlots {
-            let key = Self.publicKey(of: slot, in: next)
+            let key = nextLists.publicKey(of: slot)
             if named.insert(ObjectIdentifier(key)).inserted { changed.append(key.serviceName) }
         }
         // A key is in both plans when its provider's counterpart is filed under it; otherwise, look it up.
@@ -175,8 +176,9 @@ struct GenerationDiff {
             !isUnder(slot, of: current, theSameKeyAs: nextSlot[slot], of: next)
                 && next.table.slot(for: current.providers[slot].keyID) == nil
         }
+        var currentLists = ContributionLists(current)
         for slot in removed {
-            let key = Self.publicKey(of: slot, in: current)
+            let key = currentLists.publicKey(of: slot)
             if named.insert(ObjectIdentifier(key)).inserted { changed.append(key.serviceName) }
         }
         self.changed = changed
@@ -212,14 +214,30 @@ struct GenerationDiff {
         return true
     }
 
-    /// The key a user registered for the service at `slot`: a contribution's list, a decorator stage's
-    /// decorated key, or the service's own.
-    private static func publicKey(of slot: Int, in plan: GraphPlan) -> any ServiceKey.Type {
-        let provider = plan.providers[slot]
-        if let placed = plan.composition.placed.first(where: { $0.elementID == provider.keyID }) {
-            return placed.collection.key
+    /// The key a user registered for each service of a plan: a contribution's list, a decorator
+    /// stage's decorated key, or the service's own. The lists are indexed on first use, once.
+    private struct ContributionLists {
+        let plan: GraphPlan
+        private var listOfElement: [ObjectIdentifier: any ServiceKey.Type]?
+
+        init(_ plan: GraphPlan) {
+            self.plan = plan
         }
-        return (provider.key as? any DecoratedStageKey.Type)?.decoratedKey ?? provider.key
+
+        mutating func publicKey(of slot: Int) -> any ServiceKey.Type {
+            let provider = plan.providers[slot]
+            if !plan.composition.placed.isEmpty {
+                let lists =
+                    listOfElement
+                    ?? Dictionary(
+                        plan.composition.placed.map { ($0.elementID, $0.collection.key) },
+                        uniquingKeysWith: { first, _ in first }
+                    )
+                listOfElement = lists
+                if let list = lists[provider.keyID] { return list }
+            }
+            return (provider.key as? any DecoratedStageKey.Type)?.decoratedKey ?? provider.key
+        }
     }
 
     /// Whether the service at `slot` holds a lazy or provider handle, which reads the graph it was made in.

@@ -27,8 +27,9 @@ import Synchronization
 /// it, and derives its generation from the one the other committed.
 public final class LiveGraph: Sendable {
     private struct State {
+        /// The current generation's builder (its graph is ``LiveGraph/currentGraph``, exchanged under this
+        /// state's lock).
         var builder: ServiceGraph.Builder
-        var graph: ServiceGraph
         var generation: Int
         /// The replaced generations still retiring.
         var retiring: [Int: Task<[ServiceGraphError.Problem], Never>] = [:]
@@ -41,7 +42,7 @@ public final class LiveGraph: Sendable {
     }
 
     private let state: Locked<State>
-    /// The current generation, for readers: loaded without a lock (the state's copy is the writers').
+    /// The current generation: loaded without a lock by readers, exchanged under the state's lock.
     private let currentGraph: AtomicStrongReference<ServiceGraph>
     private let updates = SerialGate()
     /// Set by ``shutdown()``: replaced generations retire without waiting for their readers and scopes.
@@ -51,13 +52,28 @@ public final class LiveGraph: Sendable {
 
     /// Builds the first generation of the graph `builder` describes.
     ///
+    /// - Parameter builder: The builder of a root graph. A child graph's builder
+    ///   (``ServiceGraph/makeChildBuilder()``) is refused with ``ServiceGraphError/Code/unsupported``: a
+    ///   child shares its parent's singletons, which a generation cannot take over or retire. Make the
+    ///   live graph from the root's builder, or make children of ``current``.
     /// - Throws: As ``ServiceGraph/Builder/build()``.
     public init(_ builder: ServiceGraph.Builder) async throws(ServiceGraphError) {
+        if builder.parent != nil {
+            throw ServiceGraphError(
+                .init(
+                    .unsupported,
+                    key: "LiveGraph",
+                    message: "a LiveGraph is made from a root graph's builder, not a child graph's: a child "
+                        + "shares its parent's singletons, which a generation cannot take over or retire; make "
+                        + "the LiveGraph from the root's builder, or make children of live.current"
+                )
+            )
+        }
         var builder = builder
         builder.removedKeys = [:]
         builder.assignSerials()
         let graph = try await builder.build()
-        state = Locked(State(builder: builder, graph: graph, generation: 1))
+        state = Locked(State(builder: builder, generation: 1))
         currentGraph = AtomicStrongReference(graph)
         events = EventSink(handler: builder.eventHandler, kinds: builder.eventKinds)
     }
@@ -76,7 +92,7 @@ public final class LiveGraph: Sendable {
     ///   ``ServiceGraph/Builder/remove(_:)``, `contribute`, `decorate`, `include`.
     /// - Throws: Every problem of the next graph, at once.
     public func plan(_ change: (inout ServiceGraph.Builder) -> Void) throws(ServiceGraphError) -> GraphUpdatePlan {
-        let (builder, graph, generation) = state.withLock { ($0.builder, $0.graph, $0.generation) }
+        let (builder, graph, generation) = state.withLock { ($0.builder, currentGraph.load(), $0.generation) }
         return try Self.prepare(change, after: builder, graph: graph, generation: generation).plan
     }
 
@@ -94,7 +110,7 @@ public final class LiveGraph: Sendable {
         await updates.enter()
         defer { updates.leave() }
         let (builder, graph, generation, isShutDown) = state.withLock {
-            ($0.builder, $0.graph, $0.generation, $0.isShutDown)
+            ($0.builder, currentGraph.load(), $0.generation, $0.isShutDown)
         }
         // The current generation shut down directly (not through ``shutdown()``) has released its
         // instances: none can be taken over.
@@ -130,16 +146,18 @@ public final class LiveGraph: Sendable {
         let committed = state.withLock { state -> Bool in
             guard !state.isShutDown else { return false }
             state.builder = prepared.builder
-            state.graph = next
+            next.core.hookClaims.commitTakeOvers()
             _ = currentGraph.exchange(next)
             state.generation = generation + 1
             let retiring = RetiringGeneration(graph)
             let previous = state.lastRetirement
+            let nextClaims = next.core.hookClaims
             let task = Task { [weak self, forced, events] in
                 await retiring.waitUntilUnused(unless: forced)
                 // Older generations first: what they still use may have been shared into this one.
                 _ = await previous?.value
                 let problems = await retiring.retire(handingOver: sharedSlots)
+                nextClaims.forgetPrevious()
                 events.send(
                     ServiceGraphEvent(
                         .generationRetired,
@@ -186,7 +204,7 @@ public final class LiveGraph: Sendable {
         defer { updates.leave() }
         let (graph, retiring) = state.withLock { state in
             state.isShutDown = true
-            return (state.graph, Array(state.retiring.values))
+            return (currentGraph.load(), Array(state.retiring.values))
         }
         forced.set()
         for task in retiring { _ = await task.value }
@@ -229,7 +247,7 @@ public final class LiveGraph: Sendable {
         var next = builder
         change(&next)
         next.assignSerials()
-        let nextPlan = try next.validatedNextPlan(after: current, removing: next.removedKeys)
+        let nextPlan = try next.validatedNextPlan(after: current)
         let diff = GenerationDiff(from: graph, plan: current, to: nextPlan)
         return Prepared(
             builder: next,

@@ -1,17 +1,16 @@
 extension ServiceGraph.Builder {
     /// The plan of this builder, the next generation of `current`, or every problem it has: the whole
-    /// graph's, as ``validate()`` reports them, with a removed key that a service still requires
-    /// named as removed, and a removed key `current` never had.
-    func validatedNextPlan(
-        after current: GraphPlan,
-        removing removedKeys: [ObjectIdentifier: any ServiceKey.Type]
-    ) throws(ServiceGraphError)
-        -> GraphPlan
-    {
+    /// graph's, as ``validate()`` reports them, with a key the change set removed that a service still
+    /// requires named as removed, and a removed key that neither `current` nor the next graph has (a
+    /// removal that removes nothing, most likely a mistaken key).
+    func validatedNextPlan(after current: GraphPlan) throws(ServiceGraphError) -> GraphPlan {
         let checked = checkedPlan
         var problems = checked.findings.problems
         if !removedKeys.isEmpty {
-            let unknown = removedKeys.filter { current.table.slot(for: $0.key) == nil }.values
+            let next = checked.plan
+            let unknown = removedKeys.filter { key, _ in
+                current.table.slot(for: key) == nil && next.table.slot(for: key) == nil
+            }.values
             let removedNames = Set(
                 removedKeys.keys.compactMap { key in current.table.slot(for: key).map { current.name($0) } }
             )
@@ -92,6 +91,8 @@ extension ServiceGraph.Builder {
             (nextSlot[service.slot] ?? heirs[service.slot]).map { StartedService(slot: $0, hooks: service.hooks) }
         }
         for service in adoptedStarted { _ = core.hookClaims.claim(service.hooks, for: service.slot) }
+        // A singleton made again that returns an instance `current` started takes its hooks over.
+        core.hookClaims.follow(current.core.hookClaims)
         let currentAliases = current.log.aliases + (currentDeferred?.aliasesSoFar ?? [])
         let adoptedAliases = currentAliases.compactMap { alias -> HookAlias? in
             guard let slot = nextSlot[alias.slot], let holder = nextSlot[alias.holder] else { return nil }
