@@ -25,11 +25,14 @@ final class HookClaims: Sendable {
         /// Instances the next generation took over, with the slot that claimed them here: their hooks
         /// are the next generation's to run.
         var handedOn: [ObjectIdentifier: Int] = [:]
-        /// The previous generation's claims, until it has retired.
+        /// The previous generation's claims, until it has retired (its own previous ones, until they
+        /// have retired, are reached through it).
         var previous: HookClaims?
-        /// What this generation took over from `previous` before it was committed: handed back, not
-        /// removed, if the generation is abandoned.
-        var uncommitted: Set<ObjectIdentifier> = []
+        /// What this generation took over before it was committed, each from the generation that had
+        /// it: handed back, not removed, if this generation is abandoned.
+        var uncommitted: [ObjectIdentifier: HookClaims] = [:]
+        /// Whether this generation was committed: what it takes over from then on is its own at once.
+        var isCommitted = false
     }
 
     private let state = Locked(State())
@@ -65,9 +68,15 @@ final class HookClaims: Sendable {
         return state.withLock { state in
             if let holder = state.claimed[identity] { return .held(by: holder) }
             state.claimed[identity] = slot
-            if takingOver, let previous = state.previous, previous.handOn(identity) {
-                state.uncommitted.insert(identity)
-                return .takenOver
+            guard takingOver else { return .claimed }
+            // Any generation not yet retired may have started it, not only the one just before.
+            var older = state.previous
+            while let claims = older {
+                if claims.handOn(identity) {
+                    if !state.isCommitted { state.uncommitted[identity] = claims }
+                    return .takenOver
+                }
+                older = claims.state.withLock { $0.previous }
             }
             return .claimed
         }
@@ -80,9 +89,9 @@ final class HookClaims: Sendable {
         guard let identity = hooks.identity else { return true }
         return state.withLock { state in
             if state.handedOn.removeValue(forKey: identity) != nil { return false }
-            if state.uncommitted.remove(identity) != nil, let previous = state.previous {
+            if let owner = state.uncommitted.removeValue(forKey: identity) {
                 state.claimed[identity] = nil
-                previous.handBack(identity)
+                owner.handBack(identity)
                 return false
             }
             state.releasing.insert(identity)
@@ -99,17 +108,22 @@ final class HookClaims: Sendable {
         }
     }
 
-    /// Makes this graph, a ``LiveGraph``'s next generation, the heir of `previous`' claims.
+    /// Makes this graph, a ``LiveGraph``'s next generation, the heir of `previous`' claims, and of the
+    /// claims of the generations before it that have not retired.
     func follow(_ previous: HookClaims) {
         state.withLock { $0.previous = previous }
     }
 
     /// The generation is committed: what it took over is its own for good.
     func commitTakeOvers() {
-        state.withLock { $0.uncommitted = [] }
+        state.withLock { state in
+            state.uncommitted = [:]
+            state.isCommitted = true
+        }
     }
 
-    /// The previous generation has retired: nothing more to take over from it.
+    /// The previous generation has retired: nothing more to take over from it. (The generations
+    /// before it retired first.)
     func forgetPrevious() {
         state.withLock { $0.previous = nil }
     }
