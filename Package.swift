@@ -20,8 +20,13 @@ let package = Package(
         .target(name: "ServiceGraphTesting", dependencies: ["ServiceGraph"]),
         .testTarget(
             name: "ServiceGraphTests",
-            dependencies: ["ServiceGraph", "KeyNameFixtures", "ServiceProtocolFixture"]
+            dependencies: ["ServiceGraph", "ServiceGraphTestSupport", "KeyNameFixtures", "ServiceProtocolFixture"]
         ),
+        // The hostile suites, each written from a feature's docs alone: a module of their own, so that an
+        // optimized build compiles them beside the other tests rather than after them.
+        .testTarget(name: "ServiceGraphHostileTests", dependencies: ["ServiceGraph", "ServiceGraphTestSupport"]),
+        // The test doubles and generated keys both test targets use.
+        .target(name: "ServiceGraphTestSupport", dependencies: ["ServiceGraph"], path: "Tests/ServiceGraphTestSupport"),
         // Keys of a second module, for names that read alike across modules.
         .target(name: "KeyNameFixtures", dependencies: ["ServiceGraph"], path: "Tests/KeyNameFixtures"),
         // A protocol named like swift-service-lifecycle's `Service`, to show the two names do not clash.

@@ -1,6 +1,7 @@
 import Foundation
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private struct UserID: Sendable, Hashable { let raw: Int }
 

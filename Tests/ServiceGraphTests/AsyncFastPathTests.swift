@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum Shared: ServiceKey { typealias Value = Int }
 private enum Made: ServiceKey { typealias Value = Int }

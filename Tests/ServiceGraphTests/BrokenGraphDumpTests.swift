@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 @Suite("Dumps of broken graphs")
 struct BrokenGraphDumpTests {

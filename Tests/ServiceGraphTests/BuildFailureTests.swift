@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum App: ServiceKey { typealias Value = HookedService }
 private final class Plain: Sendable {}

@@ -1,6 +1,7 @@
 import ServiceGraph
 import Synchronization
 import Testing
+import ServiceGraphTestSupport
 
 private enum Parallel0: ServiceKey { typealias Value = Int }
 private enum Parallel1: ServiceKey { typealias Value = Int }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Copies of a builder are independent values: each builds exactly its own registrations, however
 /// the builders before it were validated, built and freed.

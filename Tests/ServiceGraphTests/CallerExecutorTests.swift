@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// `build()` and `shutdown()` run on the caller's executor: called from the main actor, they still let
 /// asynchronous factories and hooks that need the main actor run (the build waits for them suspended,

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum Theme: ServiceKey { typealias Value = String }
 private enum Greeting: ServiceKey { typealias Value = String }

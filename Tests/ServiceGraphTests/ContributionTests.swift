@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum StepsKey: ContributionKey { typealias Element = String }
 private enum RequiredStepsKey: ContributionKey {

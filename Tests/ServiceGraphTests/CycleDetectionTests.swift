@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum A: ServiceKey { typealias Value = Int }
 private enum B: ServiceKey { typealias Value = Int }

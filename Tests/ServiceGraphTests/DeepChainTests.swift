@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Chains of transients far deeper than a graph needs, resolved on the cooperative pool's threads (whose
 /// stacks are smaller than the main thread's): the resolve path must not use stack in proportion to the

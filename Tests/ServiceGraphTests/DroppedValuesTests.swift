@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Scopes and graphs released without `close()` or `shutdown()`: nothing leaks, and nothing is silent.
 @Suite("Dropped scopes and graphs")

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Dumps of very deep graphs: iterative (no stack overflow, even in a debug build) and linear in size.
 ///

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum RequestIDKey: ServiceKey { typealias Value = String }
 private enum RequestServiceKey: ServiceKey { typealias Value = HookedService }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum HangingKey: ServiceKey { typealias Value = Int }
 

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Failures injected into random valid graphs, for many seeds.
 @Suite("Fault injection")

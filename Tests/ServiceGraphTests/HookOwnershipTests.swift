@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Hooks run once per instance, whichever keys expose it, and a graph runs the hooks of exactly the
 /// instances it made.

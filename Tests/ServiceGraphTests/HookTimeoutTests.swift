@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 @Suite("Hook timeouts and cancellation")
 struct HookTimeoutTests {

@@ -1,6 +1,7 @@
 import ServiceGraph
 import Synchronization
 import Testing
+import ServiceGraphTestSupport
 
 /// A scoped service with a synchronous factory is made by the first resolve, in its own task, rather
 /// than in a task started for it: what other resolves, cancellation and hooks must not notice.

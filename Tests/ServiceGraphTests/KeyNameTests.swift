@@ -2,6 +2,7 @@ import Foundation
 import KeyNameFixtures
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 // `ConfigKey` here and `KeyNameFixtures.ConfigKey` read alike without their modules.
 enum ConfigKey: ServiceKey { typealias Value = Int }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum HeavyKey: ServiceKey { typealias Value = HookedService }
 private enum IndexKey: ServiceKey { typealias Value = HookedService }

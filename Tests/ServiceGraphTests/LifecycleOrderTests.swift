@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 @Suite("Lifecycle order")
 struct LifecycleOrderTests {

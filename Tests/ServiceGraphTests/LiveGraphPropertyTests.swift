@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// A random change set for a ``RandomGraph``: keys provided again (removed and provided in the same
 /// change set, so their provider is new), keys removed with everything that depends on them, and new

@@ -1,6 +1,7 @@
 import ServiceGraph
 import Synchronization
 import Testing
+import ServiceGraphTestSupport
 
 private enum LiveConfigKey: ServiceKey { typealias Value = HookedService }
 private enum LiveDatabaseKey: ServiceKey { typealias Value = HookedService }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum Present: ServiceKey { typealias Value = Int }
 private enum Absent: ServiceKey { typealias Value = Int }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 // Graphs that mix synchronous and asynchronous singleton factories. The build runs synchronous
 // factories inline on its coordinator and asynchronous ones in tasks of their own; these tests show

@@ -1,6 +1,7 @@
 import Foundation
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum PayConfigKey: ServiceKey { typealias Value = String }
 private enum PayClientKey: ServiceKey { typealias Value = String }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 @Suite("Startup report, events and lint")
 struct ObservabilityTests {

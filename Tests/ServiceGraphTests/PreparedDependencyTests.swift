@@ -1,6 +1,7 @@
 import ServiceGraph
 import Synchronization
 import Testing
+import ServiceGraphTestSupport
 
 // The asynchronous path awaits a factory's non-singleton dependencies into prepared values and then runs
 // the synchronous thunk: values, order, error paths, cancellation and reentrancy through it.

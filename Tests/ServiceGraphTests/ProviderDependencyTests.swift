@@ -1,6 +1,7 @@
 import Foundation
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private final class Handler: Sendable {
     let id: Int

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum K0: ServiceKey { typealias Value = Int }
 private enum K1: ServiceKey { typealias Value = Int }

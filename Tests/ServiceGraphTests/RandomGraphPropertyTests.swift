@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Validation and build checked against a plain reference on many random graphs. Every expectation
 /// names its seed; `SERVICEGRAPH_SEED=<seed> swift test --filter RandomGraph` replays one.

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// SplitMix64: a tiny, seedable generator, so a failing random graph can be replayed from its seed.
 struct SplitMix64: RandomNumberGenerator {
@@ -27,18 +28,6 @@ enum RandomCases {
         let total = environment.value("SERVICEGRAPH_RANDOM_CASES").flatMap(Int.init) ?? count
         return (0..<UInt64(total)).map { salt &* 1_000_003 &+ $0 }
     }
-}
-
-enum ProcessEnvironment {
-    static func value(_ name: String) -> String? {
-        ProcessInfo.processInfo.environment[name]
-    }
-
-    /// Whether the tests run under a sanitizer (CI sets `SERVICEGRAPH_SANITIZER`). The 100,000-service
-    /// tests are left to the plain run there: they check stack depth and output size,
-    /// which a sanitizer's larger frames and 10x slower code change, and their minutes of synchronous
-    /// work would hold the cooperative pool's threads from every other test.
-    static var isSanitizerRun: Bool { value("SERVICEGRAPH_SANITIZER") != nil }
 }
 
 extension Lifetime {

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Random trees of kinds of scope, with scoped services in each kind depending on services of their
 /// own kind, of outer kinds, of inner ones and of unrelated ones, checked against a plain reference:

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum Looping: ServiceKey { typealias Value = Int }
 private enum Ping: ServiceKey { typealias Value = Int }

@@ -1,5 +1,6 @@
 @testable import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// A registration is copied each time the builder's list grows and kept until the build ends: its size
 /// is part of the startup and memory cost per service (see the Benchmarks README).

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private protocol Database: Sendable {}
 private struct Memory: Database {}

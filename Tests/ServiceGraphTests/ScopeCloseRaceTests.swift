@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private let raceInstances = LiveCounter()
 private struct RCValue: Sendable {

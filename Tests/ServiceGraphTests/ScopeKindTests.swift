@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 extension ScopeKind {
     fileprivate static let session = ScopeKind("session")

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum Session: ServiceKey { typealias Value = HookedService }
 private enum Cart: ServiceKey { typealias Value = HookedService }

@@ -1,6 +1,7 @@
 import ServiceGraph
 import Synchronization
 import Testing
+import ServiceGraphTestSupport
 
 /// A scoped service that knows whether its scope has released it.
 private final class Basket: LifecycleHooks, Sendable {

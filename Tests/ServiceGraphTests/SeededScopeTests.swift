@@ -1,6 +1,7 @@
 import Foundation
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private struct User: Sendable, Equatable {
     let id: Int

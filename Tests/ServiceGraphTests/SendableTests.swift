@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Compile-time checks: these only build if the public types are `Sendable`.
 @Suite("Sendable conformances")

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 private enum KA: ServiceKey { typealias Value = Probe }
 private enum KB: ServiceKey { typealias Value = Probe }

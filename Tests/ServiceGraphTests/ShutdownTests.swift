@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// A graph's shutdown comes after everything that uses its singletons: closing scopes, dropped
 /// scopes' owed hooks, child graphs; and the caller cannot cut it short.
@@ -223,33 +224,5 @@ struct ShutdownTests {
         #expect(try await scope.resolve(IntKey.self) == 42)
         #expect(try await scope.resolve(StringKey.self) == "scoped 42")
         try await scope.close()
-    }
-}
-
-/// Lets a hook or factory wait until the test opens it.
-actor Gate {
-    private var isOpen = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        for waiter in waiters { waiter.resume() }
-        waiters = []
-    }
-}
-
-extension EventLog {
-    /// Waits (polling, with a deadline) until `entry` was recorded.
-    func waitFor(_ entry: String, within limit: Duration = .seconds(60)) async throws {
-        let deadline = ContinuousClock.now + limit
-        while index(of: entry) == nil {
-            guard ContinuousClock.now < deadline else { throw TestFailure("\(entry) was never recorded") }
-            try await Task.sleep(for: .milliseconds(2))
-        }
     }
 }

@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// `singletons(as:)`: what a server's runner reads to start long-running services in the graph's
 /// order (see the Servers article).

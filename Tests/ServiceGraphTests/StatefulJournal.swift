@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// Who made an instance, as the stateful test tags its operations: a graph's build (or a resolve on
 /// the graph itself) or a scope.

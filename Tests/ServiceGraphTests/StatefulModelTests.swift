@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 /// Random sequences of operations on builders, graphs, child graphs and scopes, each step checked
 /// against a plain reference model (``StatefulRun``): builds from copies with overrides and doubles,

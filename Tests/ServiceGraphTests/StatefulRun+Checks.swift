@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// What the model expects a key to resolve to.
 enum ExpectedValue {

@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 extension StatefulRun {
     func makeScope(_ id: Int, in graphID: Int) throws -> String {

@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// What one task of a concurrent operation ended with.
 private enum ConcurrentOutcome: Sendable {

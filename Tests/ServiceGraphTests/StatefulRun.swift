@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// A broken invariant: ends the sequence.
 struct ModelViolation: Error, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// What a model factory makes: enough for the instance to record itself and misbehave as planned.
 struct ModelBlueprint: Sendable {

@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 
 /// Runs one sequence in a task of its own and fails it, with its seed and trace, when it breaks an
 /// invariant or when one operation runs longer than ``operationLimit`` (a hang: the sequence's task is

@@ -1,6 +1,7 @@
 import ServiceGraph
 import Synchronization
 import Testing
+import ServiceGraphTestSupport
 
 private protocol Logging: Sendable {}
 private struct Console: Logging {}

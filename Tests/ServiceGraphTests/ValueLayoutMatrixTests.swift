@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 // Values of unusual layouts through every lifetime and both paths, with keys generic over the value
 // type: registered and read from specialized code, and registered from code that stays generic (so

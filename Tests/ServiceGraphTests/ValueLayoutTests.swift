@@ -1,5 +1,6 @@
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 // The graph keeps every instance in one kind of box, whatever its type, and knows the value's layout
 // only through what `provide` recorded: its size and alignment, how to deinitialize it, and whether it

@@ -1,6 +1,7 @@
 import Foundation
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 // Kinds of scope, probed from their documentation alone: an application scope holding sessions,
 // each holding requests, each holding steps; an admin kind beside the sessions; a job kind beside

@@ -1,6 +1,7 @@
 import Foundation
 import ServiceGraph
 import Testing
+import ServiceGraphTestSupport
 
 // MARK: - Values and keys
 

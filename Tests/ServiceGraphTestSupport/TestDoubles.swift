@@ -5,15 +5,15 @@ import Testing
 
 /// A value behind a lock the thread sanitizer understands (`Synchronization.Mutex` on Linux is not
 /// visible to it, so tests that share state through one would report false races).
-final class Locked<State>: @unchecked Sendable {
+package final class Locked<State>: @unchecked Sendable {
     private let lock = NSLock()
     private var state: State
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
     }
 
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)
@@ -23,18 +23,20 @@ final class Locked<State>: @unchecked Sendable {
 /// A thread-safe, ordered log of events, shared by the doubles of one test.
 /// How many ``LiveInstance``s made with it are alive. Each suite that checks for leaks or double
 /// releases keeps its own, so that suites running in parallel do not count each other's instances.
-final class LiveCounter: Sendable {
+package final class LiveCounter: Sendable {
+    package init() {}
+
     private let live = Atomic<Int>(0)
-    var count: Int { live.load(ordering: .relaxed) }
+    package var count: Int { live.load(ordering: .relaxed) }
     fileprivate func add(_ delta: Int) { live.add(delta, ordering: .relaxed) }
 }
 
 /// An object that counts itself in a ``LiveCounter`` while it exists: a value that holds one shows
 /// whether the graph released it, and released it once.
-final class LiveInstance: Sendable {
-    let id: Int
+package final class LiveInstance: Sendable {
+    package let id: Int
     private let counter: LiveCounter
-    init(_ id: Int, in counter: LiveCounter) {
+    package init(_ id: Int, in counter: LiveCounter) {
         self.id = id
         self.counter = counter
         counter.add(1)
@@ -43,12 +45,14 @@ final class LiveInstance: Sendable {
 }
 
 /// A graph or scope, filled in after it exists, for factories that reach back into it.
-final class Captured<Target: AnyObject & Sendable>: Sendable {
+package final class Captured<Target: AnyObject & Sendable>: Sendable {
     private let target = Locked<Target?>(nil)
 
-    func fill(_ value: Target?) { target.withLock { $0 = value } }
+    package init() {}
 
-    var value: Target {
+    package func fill(_ value: Target?) { target.withLock { $0 = value } }
+
+    package var value: Target {
         get throws {
             guard let value = target.withLock({ $0 }) else { throw TestFailure("not filled in yet") }
             return value
@@ -56,24 +60,26 @@ final class Captured<Target: AnyObject & Sendable>: Sendable {
     }
 }
 
-final class EventLog: Sendable {
+package final class EventLog: Sendable {
+    package init() {}
+
     private let entries = Locked<[String]>([])
 
-    func record(_ entry: String) { entries.withLock { $0.append(entry) } }
-    var all: [String] { entries.withLock { $0 } }
+    package func record(_ entry: String) { entries.withLock { $0.append(entry) } }
+    package var all: [String] { entries.withLock { $0 } }
 
-    func index(of entry: String) -> Int? { all.firstIndex(of: entry) }
-    func count(of entry: String) -> Int { all.filter { $0 == entry }.count }
+    package func index(of entry: String) -> Int? { all.firstIndex(of: entry) }
+    package func count(of entry: String) -> Int { all.filter { $0 == entry }.count }
 }
 
 /// A service that logs its hooks and can be told to fail in either.
-final class HookedService: LifecycleHooks, Sendable {
-    let name: String
-    let log: EventLog
-    let failDidAdd: Bool
-    let failWillRemove: Bool
+package final class HookedService: LifecycleHooks, Sendable {
+    package let name: String
+    package let log: EventLog
+    package let failDidAdd: Bool
+    package let failWillRemove: Bool
 
-    init(_ name: String, log: EventLog, failDidAdd: Bool = false, failWillRemove: Bool = false) {
+    package init(_ name: String, log: EventLog, failDidAdd: Bool = false, failWillRemove: Bool = false) {
         self.name = name
         self.log = log
         self.failDidAdd = failDidAdd
@@ -81,28 +87,30 @@ final class HookedService: LifecycleHooks, Sendable {
         log.record("init \(name)")
     }
 
-    func didAdd() async throws {
+    package func didAdd() async throws {
         log.record("didAdd \(name)")
         if failDidAdd { throw TestFailure("didAdd of \(name) failed on purpose") }
     }
 
-    func willRemove() async throws {
+    package func willRemove() async throws {
         log.record("willRemove \(name)")
         if failWillRemove { throw TestFailure("willRemove of \(name) failed on purpose") }
     }
 }
 
 /// An error a double throws on purpose.
-struct TestFailure: Error, Equatable, CustomStringConvertible {
-    let description: String
+package struct TestFailure: Error, Equatable, CustomStringConvertible {
+    package let description: String
 
-    init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }
 
 /// Holds weak references to instances, to prove the graph let them go.
-final class WeakRegistry: Sendable {
+package final class WeakRegistry: Sendable {
+    package init() {}
+
     private final class WeakBox: @unchecked Sendable {
         weak var object: AnyObject?
         init(_ object: AnyObject) { self.object = object }
@@ -110,35 +118,37 @@ final class WeakRegistry: Sendable {
 
     private let boxes = Locked<[WeakBox]>([])
 
-    func track<T: AnyObject>(_ object: T) -> T {
+    package func track<T: AnyObject>(_ object: T) -> T {
         boxes.withLock { $0.append(WeakBox(object)) }
         return object
     }
 
-    var tracked: Int { boxes.withLock { $0.count } }
-    var alive: Int { boxes.withLock { $0.filter { $0.object != nil }.count } }
+    package var tracked: Int { boxes.withLock { $0.count } }
+    package var alive: Int { boxes.withLock { $0.filter { $0.object != nil }.count } }
 }
 
 /// Counts how many times something happened, from any task.
-final class Tally: Sendable {
+package final class Tally: Sendable {
+    package init() {}
+
     private let value = Atomic<Int>(0)
 
     @discardableResult
-    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
-    var count: Int { value.load(ordering: .relaxed) }
+    package func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
+    package var count: Int { value.load(ordering: .relaxed) }
 }
 
 /// Lets `count` tasks wait until all of them have arrived; proves work runs concurrently.
-actor Barrier {
+package actor Barrier {
     private let count: Int
     private var arrived = 0
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    init(count: Int) {
+    package init(count: Int) {
         self.count = count
     }
 
-    func arriveAndWait() async {
+    package func arriveAndWait() async {
         arrived += 1
         if arrived == count {
             for waiter in waiters { waiter.resume() }
@@ -153,7 +163,7 @@ actor Barrier {
 /// timing assertion). The operation runs in a task of its own, so even one that ignores cancellation
 /// and never returns turns into a failure instead of a hung test run. Under a sanitizer, whose code
 /// runs several times slower (and slower still on a busy machine), the limit is four times as long.
-func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ requested: Duration = .seconds(120),
     _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
@@ -189,13 +199,13 @@ func withDeadline<T: Sendable>(
 }
 
 // Keys shared by several test files.
-enum IntKey: ServiceKey { typealias Value = Int }
-enum OtherIntKey: ServiceKey { typealias Value = Int }
-enum StringKey: ServiceKey { typealias Value = String }
-enum DoubleKey: ServiceKey { typealias Value = Double }
+package enum IntKey: ServiceKey { package typealias Value = Int }
+package enum OtherIntKey: ServiceKey { package typealias Value = Int }
+package enum StringKey: ServiceKey { package typealias Value = String }
+package enum DoubleKey: ServiceKey { package typealias Value = Double }
 
-enum ServiceA: ServiceKey { typealias Value = HookedService }
-enum ServiceB: ServiceKey { typealias Value = HookedService }
-enum ServiceC: ServiceKey { typealias Value = HookedService }
-enum ServiceD: ServiceKey { typealias Value = HookedService }
-enum ServiceE: ServiceKey { typealias Value = HookedService }
+package enum ServiceA: ServiceKey { package typealias Value = HookedService }
+package enum ServiceB: ServiceKey { package typealias Value = HookedService }
+package enum ServiceC: ServiceKey { package typealias Value = HookedService }
+package enum ServiceD: ServiceKey { package typealias Value = HookedService }
+package enum ServiceE: ServiceKey { package typealias Value = HookedService }

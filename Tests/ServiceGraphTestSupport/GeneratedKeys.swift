@@ -1,62 +1,62 @@
-import ServiceGraph
+package import ServiceGraph
 import Synchronization
 
 /// Distinct key types made at run time, for large and random generated graphs.
 ///
 /// Key `n` is a type spelling `n` in binary: `Bit1<Bit0<Bit1<Root>>>` is key 5. Every `n` below
 /// 2^bits gets its own type (and so its own identity in the graph) with nesting only `bits` deep.
-protocol GeneratedKey: GeneratedDependency where Value == GeneratedService {}
+package protocol GeneratedKey: GeneratedDependency where Value == GeneratedService {}
 
 /// What a generated service may list in `dependsOn`: a generated key, or an optional one.
-protocol GeneratedDependency: ServiceKey {
+package protocol GeneratedDependency: ServiceKey {
     /// What the dependency's value adds to its dependent's value.
     static func contribution(_ value: Value) -> Int
 }
 
 extension GeneratedKey {
-    static func contribution(_ value: GeneratedService) -> Int { value.value }
+    package static func contribution(_ value: GeneratedService) -> Int { value.value }
 }
 
 /// An optional dependency on a generated key adds nothing where the key is not provided.
 extension Optional: GeneratedDependency where Wrapped: GeneratedKey {
-    static func contribution(_ value: GeneratedService?) -> Int { value?.value ?? 0 }
+    package static func contribution(_ value: GeneratedService?) -> Int { value?.value ?? 0 }
 }
 
 /// A lazy handle on a generated key adds nothing: nothing is made with its holder.
 extension Lazy: GeneratedDependency where Key: GeneratedKey {
-    static func contribution(_ value: Lazy<Key>) -> Int { 0 }
+    package static func contribution(_ value: Lazy<Key>) -> Int { 0 }
 }
 
 /// A provider of a generated key adds nothing: nothing is made with its holder.
 extension Provider: GeneratedDependency where Key: GeneratedKey {
-    static func contribution(_ value: Provider<Key>) -> Int { 0 }
+    package static func contribution(_ value: Provider<Key>) -> Int { 0 }
 }
 
-enum GeneratedRoot: GeneratedKey { typealias Value = GeneratedService }
-enum Bit0<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
-enum Bit1<Inner: GeneratedKey>: GeneratedKey { typealias Value = GeneratedService }
+package enum GeneratedRoot: GeneratedKey { package typealias Value = GeneratedService }
+package enum Bit0<Inner: GeneratedKey>: GeneratedKey { package typealias Value = GeneratedService }
+package enum Bit1<Inner: GeneratedKey>: GeneratedKey { package typealias Value = GeneratedService }
 
 extension GeneratedKey {
-    static var appendingZero: any GeneratedKey.Type { Bit0<Self>.self }
-    static var appendingOne: any GeneratedKey.Type { Bit1<Self>.self }
+    package static var appendingZero: any GeneratedKey.Type { Bit0<Self>.self }
+    package static var appendingOne: any GeneratedKey.Type { Bit1<Self>.self }
 }
 
 /// A generated service: its value is one plus the sum of its dependencies' values.
-class GeneratedService: @unchecked Sendable {
-    let index: Int
-    let value: Int
+open class GeneratedService: @unchecked Sendable {
+    package let index: Int
+    package let value: Int
 
-    init(index: Int, value: Int) {
+    package init(index: Int, value: Int) {
         self.index = index
         self.value = value
     }
 }
 
 /// A generated service that reports its life to a ``GraphRecorder`` and fails where it is told to.
-final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Sendable {
-    let recorder: GraphRecorder
+package final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Sendable {
+    package let recorder: GraphRecorder
 
-    init(index: Int, value: Int, recorder: GraphRecorder) {
+    package init(index: Int, value: Int, recorder: GraphRecorder) {
         self.recorder = recorder
         super.init(index: index, value: value)
         recorder.record(.created(index))
@@ -66,7 +66,7 @@ final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Senda
         recorder.released(index)
     }
 
-    func didAdd() async throws {
+    package func didAdd() async throws {
         recorder.record(.didAdd(index))
         if recorder.plan.hangingDidAdd == index {
             while true { try await Task.sleep(for: .seconds(3600)) }
@@ -74,7 +74,7 @@ final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Senda
         if recorder.plan.failingDidAdd == index { throw TestFailure("didAdd of \(index) failed on purpose") }
     }
 
-    func willRemove() async throws {
+    package func willRemove() async throws {
         recorder.record(.willRemove(index))
         if recorder.plan.hangingWillRemove == index {
             // Ignores cancellation on purpose: the graph must abandon it, not wait for it.
@@ -88,31 +88,45 @@ final class RecordingService: GeneratedService, LifecycleHooks, @unchecked Senda
 }
 
 /// Where a generated graph's services fail on purpose.
-struct FailurePlan: Sendable {
-    var failingFactory: Int?
-    var failingDidAdd: Int?
-    var failingWillRemove: Set<Int> = []
-    var hangingDidAdd: Int?
-    var hangingWillRemove: Int?
+package struct FailurePlan: Sendable {
+    package var failingFactory: Int?
+    package var failingDidAdd: Int?
+    package var failingWillRemove: Set<Int> = []
+    package var hangingDidAdd: Int?
+    package var hangingWillRemove: Int?
+
+    package init(
+        failingFactory: Int? = nil,
+        failingDidAdd: Int? = nil,
+        failingWillRemove: Set<Int> = [],
+        hangingDidAdd: Int? = nil,
+        hangingWillRemove: Int? = nil
+    ) {
+        self.failingFactory = failingFactory
+        self.failingDidAdd = failingDidAdd
+        self.failingWillRemove = failingWillRemove
+        self.hangingDidAdd = hangingDidAdd
+        self.hangingWillRemove = hangingWillRemove
+    }
 }
 
 /// Records what happens to a generated graph's services, in order, and counts live instances.
-final class GraphRecorder: Sendable {
-    enum Event: Equatable, Sendable {
+package final class GraphRecorder: Sendable {
+    package enum Event: Equatable, Sendable {
         case created(Int)
         case didAdd(Int)
         case willRemove(Int)
     }
 
-    let plan: FailurePlan
+    package let plan: FailurePlan
     private let log = Locked<[Event]>([])
     private let live = Atomic<Int>(0)
 
-    init(plan: FailurePlan = FailurePlan()) {
+    package init(plan: FailurePlan = FailurePlan()) {
         self.plan = plan
     }
 
-    func record(_ event: Event) {
+    package func record(_ event: Event) {
         if case .created(let index) = event {
             live.add(1, ordering: .relaxed)
             liveIndices.withLock { $0[index, default: 0] += 1 }
@@ -120,7 +134,7 @@ final class GraphRecorder: Sendable {
         log.withLock { $0.append(event) }
     }
 
-    func released(_ index: Int) {
+    package func released(_ index: Int) {
         live.subtract(1, ordering: .relaxed)
         liveIndices.withLock { $0[index, default: 0] -= 1 }
     }
@@ -128,18 +142,18 @@ final class GraphRecorder: Sendable {
     private let liveIndices = Locked<[Int: Int]>([:])
 
     /// The indices of the instances still alive.
-    var aliveIndices: [Int] { liveIndices.withLock { $0.filter { $0.value > 0 }.keys.sorted() } }
+    package var aliveIndices: [Int] { liveIndices.withLock { $0.filter { $0.value > 0 }.keys.sorted() } }
 
-    var events: [Event] { log.withLock { $0 } }
-    var alive: Int { live.load(ordering: .relaxed) }
+    package var events: [Event] { log.withLock { $0 } }
+    package var alive: Int { live.load(ordering: .relaxed) }
 
-    func position(of event: Event) -> Int? { events.firstIndex(of: event) }
-    func count(of event: Event) -> Int { events.filter { $0 == event }.count }
+    package func position(of event: Event) -> Int? { events.firstIndex(of: event) }
+    package func count(of event: Event) -> Int { events.filter { $0 == event }.count }
 }
 
-enum GeneratedKeys {
+package enum GeneratedKeys {
     /// The key type for `index`.
-    static func key(_ index: Int, bits: Int = 20) -> any GeneratedKey.Type {
+    package static func key(_ index: Int, bits: Int = 20) -> any GeneratedKey.Type {
         var key: any GeneratedKey.Type = GeneratedRoot.self
         for bit in 0..<bits {
             key = (index >> bit) & 1 == 0 ? key.appendingZero : key.appendingOne
@@ -150,7 +164,7 @@ enum GeneratedKeys {
     /// Provides key `index` as one plus the sum of its dependencies' values; with a recorder, as a
     /// ``RecordingService`` that follows the recorder's failure plan. The dependencies at the positions
     /// in `optional` are optional (`Key?`): they add nothing where the key is not provided.
-    static func provide(
+    package static func provide(
         _ index: Int,
         lifetime: Lifetime = .singleton,
         dependsOn dependencies: [Int],
@@ -250,7 +264,7 @@ enum GeneratedKeys {
     }
 
     /// Generated key `index` as a dependency: the key, `Key?`, `Provider<Key>` or `Lazy<Key>`.
-    static func dependency(
+    package static func dependency(
         _ index: Int,
         optional: Bool,
         provider: Bool = false,
@@ -263,13 +277,13 @@ enum GeneratedKeys {
     }
 
     /// Declares generated key `index` as a seed of the graph's scopes.
-    static func seed(_ index: Int, into builder: inout ServiceGraph.Builder) {
+    package static func seed(_ index: Int, into builder: inout ServiceGraph.Builder) {
         func open<K: GeneratedKey>(_ key: K.Type) { builder.seed(key) }
         open(key(index))
     }
 
     /// The value of seed `index` for a scope: a service of that value.
-    static func scopeSeed(_ index: Int, value: Int) -> ScopeSeed {
+    package static func scopeSeed(_ index: Int, value: Int) -> ScopeSeed {
         func open<K: GeneratedKey>(_ key: K.Type) -> ScopeSeed {
             ScopeSeed(key, GeneratedService(index: index, value: value))
         }
@@ -277,14 +291,14 @@ enum GeneratedKeys {
     }
 
     /// Provides a chain of `length` singletons, each depending on the one before.
-    static func provideChain(into builder: inout ServiceGraph.Builder, length: Int) {
+    package static func provideChain(into builder: inout ServiceGraph.Builder, length: Int) {
         for index in 0..<length {
             provide(index, dependsOn: index == 0 ? [] : [index - 1], into: &builder)
         }
     }
 
     /// The name the graph uses for key `index` (cached: reflecting a nested generic type is slow).
-    static func name(_ index: Int) -> String {
+    package static func name(_ index: Int) -> String {
         if let name = names.withLock({ $0[index] }) { return name }
         let name = key(index).serviceName
         names.withLock { $0[index] = name }
@@ -296,13 +310,13 @@ enum GeneratedKeys {
 
 extension ServiceGraph {
     /// The singleton value of generated key `index`.
-    func generatedValue(_ index: Int) -> Int {
+    package func generatedValue(_ index: Int) -> Int {
         func open<K: GeneratedKey>(_ key: K.Type) -> Int { self[key].value }
         return open(GeneratedKeys.key(index))
     }
 
     /// The graph's instance of generated key `index`, resolved.
-    func resolveGenerated(_ index: Int) async throws -> GeneratedService {
+    package func resolveGenerated(_ index: Int) async throws -> GeneratedService {
         func open<K: GeneratedKey>(_ key: K.Type) async throws -> GeneratedService { try await resolve(key) }
         return try await open(GeneratedKeys.key(index))
     }
@@ -310,13 +324,13 @@ extension ServiceGraph {
 
 extension ServiceScope {
     /// The scope's instance of generated key `index`.
-    func resolveGenerated(_ index: Int) async throws -> GeneratedService {
+    package func resolveGenerated(_ index: Int) async throws -> GeneratedService {
         func open<K: GeneratedKey>(_ key: K.Type) async throws -> GeneratedService { try await resolve(key) }
         return try await open(GeneratedKeys.key(index))
     }
 
     /// The scope's instance of generated key `index`, resolved without suspending.
-    func resolveGeneratedSynchronously(_ index: Int) throws -> GeneratedService {
+    package func resolveGeneratedSynchronously(_ index: Int) throws -> GeneratedService {
         func open<K: GeneratedKey>(_ key: K.Type) throws -> GeneratedService { try resolveSynchronously(key) }
         return try open(GeneratedKeys.key(index))
     }
