@@ -34,7 +34,7 @@ public final class ServiceGraph: Sendable {
         /// Where a scope keeps each scoped instance; made on the first scope.
         var scopeLayout: _GraphCore.ScopeLayout?
         /// Open scopes, weakly: the graph does not keep a scope alive.
-        var scopes: [Int: WeakReference<ServiceScope>] = [:]
+        var scopes = OpenScopes()
         /// Live child graphs, weakly (a child keeps its parent alive, not the reverse).
         var children: [Int: WeakReference<ServiceGraph>] = [:]
         var nextID = 0
@@ -248,11 +248,12 @@ public final class ServiceGraph: Sendable {
                     graph: self,
                     layout: layout,
                     id: state.nextID,
+                    place: state.scopes.nextPlace,
                     seeds: placed,
                     kind: kind,
                     parent: parent
                 )
-                state.scopes[state.nextID] = WeakReference(scope)
+                state.scopes.insert(scope)
                 state.nextID += 1
                 state.unfinished += 1
                 if _core.events.isEnabled(.scopeOpened) {
@@ -272,8 +273,8 @@ public final class ServiceGraph: Sendable {
     /// - Returns: The shutdown waiting for the graph's dependents, if this was the last: resume it once
     ///   no longer holding the graph, so that the shutdown it ends cannot return while the graph is
     ///   still kept alive by the caller.
-    func scopeFinished(_ id: Int) -> DependentsWaiters {
-        finish { $0.scopes.removeValue(forKey: id) != nil }
+    func scopeFinished(_ id: Int, at place: Int) -> DependentsWaiters {
+        finish { $0.scopes.remove(id, at: place) }
     }
 
     /// Registers a child graph about to be built; throws once this graph is shutting down.
@@ -348,7 +349,7 @@ public final class ServiceGraph: Sendable {
             case .run:
                 _core.markShutDown()
                 let children = state.children.sorted { $0.key > $1.key }.compactMap { $0.value.object }
-                let scopes = state.scopes.sorted { $0.key > $1.key }.compactMap { $0.value.object }
+                let scopes = state.scopes.newestFirst()
                 return .run(children: children, scopes: scopes)
             }
         }

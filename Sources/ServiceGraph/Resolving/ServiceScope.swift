@@ -16,6 +16,8 @@ public final class ServiceScope: Sendable {
     /// The graph's core, for the library's code that is not inlined into clients.
     var core: _GraphCore { _core }
     let id: Int
+    /// Where the graph keeps this scope among its open ones (``OpenScopes``).
+    private let place: Int
     /// The scope's kind: an index in the graph's ``_GraphCore/scopeKinds`` (0: ``ScopeKind/default``).
     let kind: UInt16
     /// The scope this one was opened from (a scope of the parent kind), kept alive by this one; nil for
@@ -75,6 +77,7 @@ public final class ServiceScope: Sendable {
         graph: ServiceGraph,
         layout: _GraphCore.ScopeLayout,
         id: Int,
+        place: Int,
         seeds: [_GraphCore.PlacedSeed] = [],
         kind: UInt16 = 0,
         parent: ServiceScope? = nil
@@ -82,21 +85,25 @@ public final class ServiceScope: Sendable {
         self._core = graph._core
         self.graph = graph
         self.id = id
+        self.place = place
         self.kind = kind
         self.parent = parent
         let instances = _GraphCore.ScopeCells.make(layout: layout)
-        var state = State()
-        // Room for the seeds and a few scoped instances from the start, rather than growing on each.
-        state.created.reserveCapacity(seeds.count + min(layout.count, 4))
-        for placed in seeds {
-            instances.publish(placed.seed.box, at: placed.slot)
-            // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
-            let owned = placed.isOwned
-            state.created.append((placed.slot, owned ? placed.claimedHooks : nil))
-            if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
-        }
         self.instances = instances
-        self.state = Locked(state)
+        // Made in the lock's storage, not copied into it: a copy retains each reference the state holds.
+        self.state = Locked {
+            var state = State()
+            // Room for the seeds and a few scoped instances from the start, rather than growing on each.
+            state.created.reserveCapacity(seeds.count + min(layout.count, 4))
+            for placed in seeds {
+                instances.publish(placed.seed.box, at: placed.slot)
+                // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
+                let owned = placed.isOwned
+                state.created.append((placed.slot, owned ? placed.claimedHooks : nil))
+                if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
+            }
+            return state
+        }
     }
 
     /// A scope released without ``close()`` releases its instances, most recent first; the hooks it
@@ -117,10 +124,10 @@ public final class ServiceScope: Sendable {
             return DroppedScope(owed: owed, boxes: boxes)
         }
         guard let dropped else { return }
-        let id = self.id
+        let (id, place) = (self.id, self.place)
         guard dropped.owesHooks else {
             dropped.releaseInstances()
-            let waiters = self.graph?.scopeFinished(id)
+            let waiters = self.graph?.scopeFinished(id, at: place)
             waiters?.resume()
             parent?.childFinished(id)
             return
@@ -134,7 +141,7 @@ public final class ServiceScope: Sendable {
             },
             then: { [weak graph = self.graph, parent] in
                 // The graph is let go before its shutdown, which may be waiting for this, resumes.
-                let waiters = graph?.scopeFinished(id)
+                let waiters = graph?.scopeFinished(id, at: place)
                 waiters?.resume()
                 // The scope this one was opened from is kept until now, so that it releases nothing
                 // before this one's hooks ran, then told.
@@ -754,7 +761,7 @@ public final class ServiceScope: Sendable {
             // the table any more: new ones are refused, and those in flight have returned).
             for entry in created.reversed() { _ = instances.take(entry.slot) }
             let waiters = state.withLock { $0.closing.finish(with: problems) }
-            let dependentsWaiters = graph?.scopeFinished(id)
+            let dependentsWaiters = graph?.scopeFinished(id, at: place)
             dependentsWaiters?.resume()
             parent?.childFinished(id)
             waiters.resume(returning: problems)

@@ -17,7 +17,13 @@ struct Locked<State>: @unchecked Sendable {
     private let storage: Storage
 
     init(_ state: State) {
-        storage = Storage.make(state)
+        storage = Storage.make { state }
+    }
+
+    /// A lock whose state `makeState` makes in place: for a large state, which would otherwise be copied
+    /// in (a copy retains each reference it holds, and the original is then destroyed).
+    init(making makeState: () -> State) {
+        storage = Storage.make(makeState)
     }
 
     func withLock<Result, Failure: Error>(
@@ -30,9 +36,9 @@ struct Locked<State>: @unchecked Sendable {
     /// initialized, so it lives in the object's tail, initialized in ``make(_:)`` and destroyed in
     /// `deinit`, never in a stored property Swift may move.
     private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
-        static func make(_ state: State) -> Storage {
+        static func make(_ makeState: () -> State) -> Storage {
             // Safety: `create` makes an instance of the class it is called on.
-            let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in state }, to: Storage.self)
+            let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in makeState() }, to: Storage.self)
             storage.withUnsafeMutablePointerToElements { mutex in
                 mutex.initialize(to: pthread_mutex_t())
                 pthread_mutex_init(mutex, nil)
@@ -65,6 +71,11 @@ final class Locked<State>: @unchecked Sendable {
 
     init(_ state: sending State) {
         mutex = Mutex(state)
+    }
+
+    /// A lock whose state `makeState` makes in place (see the other platforms' `init(making:)`).
+    init(making makeState: () -> sending State) {
+        mutex = Mutex(makeState())
     }
 
     func withLock<Result, Failure: Error>(
