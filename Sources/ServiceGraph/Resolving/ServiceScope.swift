@@ -109,6 +109,8 @@ public final class ServiceScope: Sendable {
     /// A scope released without ``close()`` releases its instances, most recent first; the hooks it
     /// owed run in a task of their own, which the graph's shutdown waits for.
     deinit {
+        // Closed: the close held the scope until it finished, so it has, and left nothing to release.
+        if resolves.isClosing { return }
         let dropped = state.withLock { state -> DroppedScope? in
             guard case .run = state.closing.start() else { return nil }
             _ = state.closing.finish(with: [])
@@ -324,7 +326,7 @@ public final class ServiceScope: Sendable {
     }
 
     /// Waits until no resolve is in flight; only after `resolves.close()`, and by the one close.
-    private func resolvesDrained() async {
+    private nonisolated(nonsending) func resolvesDrained() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             // Checked under the lock that the last resolve takes to find the waiter, so that either it
             // finds the waiter or this finds the resolves gone.
@@ -688,7 +690,7 @@ public final class ServiceScope: Sendable {
     ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
     ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
-    public func close() async throws(ServiceGraphError) {
+    nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
         guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }
@@ -697,23 +699,36 @@ public final class ServiceScope: Sendable {
 
     /// Closes the scope on behalf of the graph's shutdown: a scope being closed by someone else is
     /// waited for; its problems are reported by the one who closed it.
-    func closeForShutdown() async -> [ServiceGraphError.Problem] {
+    nonisolated(nonsending) func closeForShutdown() async -> [ServiceGraphError.Problem] {
         await closeOnce(waitingForAnother: true) ?? []
     }
 
     /// Closes and releases, once. Nil when the scope was already closed, or being closed: then, if
     /// `waitingForAnother`, only after that close finished.
-    private func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
+    private nonisolated(nonsending) func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
         enum Role {
             /// Close: the creations to wait for, the scopes opened from this one, and whether any of
             /// those has not finished.
             case close([(slot: Int, creation: Creation)], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
+            /// Close, with nothing to wait for: the created instances and the caller's seeds' claims,
+            /// taken already (the case of a request scope, in one turn of the lock).
+            case closeNow([(slot: Int, hooks: InstanceHooks?)], callerSeedClaims: [InstanceHooks])
             case wait
             case done
         }
         let role = state.withLock { state -> Role in
             switch state.closing.start() {
             case .run:
+                if state.children.isEmpty && state.unfinishedChildren == 0 && state.creating.isEmpty {
+                    resolves.close()
+                    if resolves.isDrained {
+                        defer {
+                            state.created = []
+                            state.callerSeedClaims = []
+                        }
+                        return .closeNow(state.created, callerSeedClaims: state.callerSeedClaims)
+                    }
+                }
                 // Weak references only: a scope loaded here and released under the lock could end,
                 // and its end takes this lock.
                 let children = state.children.isEmpty ? [] : state.children.sorted { $0.key > $1.key }.map(\.value)
@@ -723,16 +738,20 @@ public final class ServiceScope: Sendable {
             case .finished: return .done
             }
         }
+        let created: [(slot: Int, hooks: InstanceHooks?)]
+        let callerSeedClaims: [InstanceHooks]
+        var childProblems: [ServiceGraphError.Problem] = []
         switch role {
         case .done:
             return nil
         case .wait:
             _ = await state.outcome(of: \.closing)
             return nil
+        case .closeNow(let taken, let claims):
+            (created, callerSeedClaims) = (taken, claims)
         case .close(let pending, let children, let hasUnfinishedChildren):
             // The scopes opened from this one first, newest first: they read this one's instances, which
             // stay readable until they are closed (only new creations are refused meanwhile).
-            var childProblems: [ServiceGraphError.Problem] = []
             for child in children {
                 if let child = child.object { childProblems += await child.closeForShutdown() }
             }
@@ -743,30 +762,30 @@ public final class ServiceScope: Sendable {
             for (slot, creation) in pending {
                 _ = try? await wait(for: creation, at: slot)
             }
-            let (created, callerSeedClaims) = state.withLock { state in
+            (created, callerSeedClaims) = state.withLock { state in
                 defer {
                     state.created = []
                     state.callerSeedClaims = []
                 }
                 return (state.created, state.callerSeedClaims)
             }
-            let started = created.compactMap { entry in
-                entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
-            }
-            let problems =
-                started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
-            for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
-            if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
-            // The scope's references dropped most recent first, as the hooks ran (no resolve reads
-            // the table any more: new ones are refused, and those in flight have returned).
-            for entry in created.reversed() { _ = instances.take(entry.slot) }
-            let waiters = state.withLock { $0.closing.finish(with: problems) }
-            let dependentsWaiters = graph?.scopeFinished(id, at: place)
-            dependentsWaiters?.resume()
-            parent?.childFinished(id)
-            waiters.resume(returning: problems)
-            return problems
         }
+        let started = created.compactMap { entry in
+            entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
+        }
+        let problems =
+            started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
+        for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
+        if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
+        // The scope's references dropped most recent first, as the hooks ran (no resolve reads
+        // the table any more: new ones are refused, and those in flight have returned).
+        for entry in created.reversed() { _ = instances.take(entry.slot) }
+        let waiters = state.withLock { $0.closing.finish(with: problems) }
+        let dependentsWaiters = graph?.scopeFinished(id, at: place)
+        dependentsWaiters?.resume()
+        parent?.childFinished(id)
+        waiters.resume(returning: problems)
+        return problems
     }
 
     /// Opens a scope of `kind` inside this one, given the values of that kind's seeds: `kind` must be
@@ -884,7 +903,7 @@ public final class ServiceScope: Sendable {
 
     /// Waits until every scope opened from this one has finished (a dropped one releases in the
     /// background).
-    private func waitForChildren() async {
+    private nonisolated(nonsending) func waitForChildren() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state in
                 if state.unfinishedChildren == 0 { return true }
@@ -955,12 +974,19 @@ enum Creation: Sendable {
 
 /// A scope's creations in flight, by slot, with those waiting for the ones resolves run: a short list
 /// searched in place (a scope makes a few instances at a time, and a table would hash on every
-/// creation).
+/// creation). The first creation in flight is held in the list itself, so that a request scope making
+/// one instance at a time allocates nothing for it.
 struct CreationList {
     private struct Entry {
         let slot: Int
         let creation: Creation
         var waiters = Waiters()
+
+        /// Whether this is the creation `id`, run by a resolve.
+        func isInline(_ id: Creation.ID) -> Bool {
+            guard case .inline(let found) = creation else { return false }
+            return found == id
+        }
     }
 
     /// Those waiting for a creation run by a resolve, to resume once out of the scope's lock.
@@ -974,43 +1000,63 @@ struct CreationList {
         }
     }
 
-    private var entries: [Entry] = []
+    /// The creation in flight when there is one; the oldest of them otherwise, or nil.
+    private var first: Entry?
+    /// The other creations in flight.
+    private var others: [Entry] = []
 
     subscript(slot: Int) -> Creation? {
-        entries.first { $0.slot == slot }?.creation
+        if let first, first.slot == slot { return first.creation }
+        return others.first { $0.slot == slot }?.creation
     }
 
-    var isEmpty: Bool { entries.isEmpty }
+    var isEmpty: Bool { first == nil }
 
     /// Every creation in flight.
-    var all: [(slot: Int, creation: Creation)] { entries.map { ($0.slot, $0.creation) } }
+    var all: [(slot: Int, creation: Creation)] {
+        guard let first else { return [] }
+        return [(first.slot, first.creation)] + others.map { ($0.slot, $0.creation) }
+    }
 
     /// Adds the creation of the instance at `slot`, which has none in flight.
     mutating func append(_ creation: Creation, at slot: Int) {
-        entries.append(Entry(slot: slot, creation: creation))
+        let entry = Entry(slot: slot, creation: creation)
+        if first == nil { first = entry } else { others.append(entry) }
     }
 
     /// Removes the creation at `slot`, if there is one, with those waiting for it.
     mutating func remove(_ slot: Int) -> Waiters {
-        guard let index = entries.firstIndex(where: { $0.slot == slot }) else { return Waiters() }
-        return entries.remove(at: index).waiters
+        remove { $0.slot == slot }
     }
 
     /// Removes the creation `id` at `slot` if it is still in flight (not a later one), with those
     /// waiting for it.
     mutating func finish(_ id: Creation.ID, at slot: Int) -> Waiters {
-        guard let index = entries.firstIndex(where: { $0.slot == slot }),
-            case .inline(let found) = entries[index].creation, found == id
-        else { return Waiters() }
-        return entries.remove(at: index).waiters
+        remove { $0.slot == slot && $0.isInline(id) }
     }
 
     /// Adds `waiter` to those waiting for the creation `id` at `slot`; false when it has ended.
     mutating func addWaiter(_ waiter: CheckedContinuation<Void, any Error>, to id: Creation.ID, at slot: Int) -> Bool {
-        guard let index = entries.firstIndex(where: { $0.slot == slot }),
-            case .inline(let found) = entries[index].creation, found == id
-        else { return false }
-        entries[index].waiters.continuations.append(waiter)
+        if first?.slot == slot {
+            guard first?.isInline(id) == true else { return false }
+            first?.waiters.continuations.append(waiter)
+            return true
+        }
+        guard let index = others.firstIndex(where: { $0.slot == slot }), others[index].isInline(id) else {
+            return false
+        }
+        others[index].waiters.continuations.append(waiter)
         return true
+    }
+
+    /// Removes the first entry `matches` accepts, with those waiting for it; the next one in line takes
+    /// the first place when it was there.
+    private mutating func remove(where matches: (Entry) -> Bool) -> Waiters {
+        if let entry = first, matches(entry) {
+            first = others.isEmpty ? nil : others.removeFirst()
+            return entry.waiters
+        }
+        guard let index = others.firstIndex(where: matches) else { return Waiters() }
+        return others.remove(at: index).waiters
     }
 }
