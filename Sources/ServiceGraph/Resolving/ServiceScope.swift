@@ -46,7 +46,7 @@ public final class ServiceScope: Sendable {
         /// The identity of the next creation run by a resolve (see ``Creation/inline(_:)``).
         var nextCreationID: Creation.ID = 0
         /// Created instances in creation order; those with hooks must get `willRemove`.
-        var created: [(slot: Int, hooks: InstanceHooks?)] = []
+        var created: [CreatedInstance] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
         var closing = Teardown<[ServiceGraphError.Problem]>()
         /// The claims on the hooks of the seeds the caller owns: held while the scope is open, so that no
@@ -99,7 +99,7 @@ public final class ServiceScope: Sendable {
                 instances.publish(placed.seed.box, at: placed.slot)
                 // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
                 let owned = placed.isOwned
-                state.created.append((placed.slot, owned ? placed.claimedHooks : nil))
+                state.created.append(CreatedInstance(slot: placed.slot, hooks: owned ? placed.claimedHooks : nil))
                 if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
             }
             return state
@@ -637,7 +637,7 @@ public final class ServiceScope: Sendable {
     private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?) {
         let waiters = state.withLock { state in
             instances.publish(box, at: slot)
-            state.created.append((slot, hooks))
+            state.created.append(CreatedInstance(slot: slot, hooks: hooks))
             return state.creating.remove(slot)
         }
         waiters.resume(throwing: nil)
@@ -712,7 +712,7 @@ public final class ServiceScope: Sendable {
             case close([(slot: Int, creation: Creation)], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
             /// Close, with nothing to wait for: the created instances and the caller's seeds' claims,
             /// taken already (the case of a request scope, in one turn of the lock).
-            case closeNow([(slot: Int, hooks: InstanceHooks?)], callerSeedClaims: [InstanceHooks])
+            case closeNow([CreatedInstance], callerSeedClaims: [InstanceHooks])
             case wait
             case done
         }
@@ -738,7 +738,7 @@ public final class ServiceScope: Sendable {
             case .finished: return .done
             }
         }
-        let created: [(slot: Int, hooks: InstanceHooks?)]
+        let created: [CreatedInstance]
         let callerSeedClaims: [InstanceHooks]
         var childProblems: [ServiceGraphError.Problem] = []
         switch role {
@@ -920,6 +920,14 @@ public final class ServiceScope: Sendable {
     private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
         .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")
     }
+}
+
+/// An instance a scope created (or a seed it was given), in creation order, with the hooks whose
+/// `willRemove` the scope owes it. A struct, not a tuple: a list of tuples is destroyed through the
+/// runtime's generic tuple witnesses, a list of these by code specialized for it.
+struct CreatedInstance {
+    let slot: Int
+    let hooks: InstanceHooks?
 }
 
 /// What a scope released without ``ServiceScope/close()`` still holds: the instances, until the hooks
