@@ -93,6 +93,38 @@ struct ScopeTests {
         #expect(scope.isClosed)
     }
 
+    /// Scopes opened after others closed take their places among the graph's open scopes: the
+    /// shutdown still finds every open one, and closes them newest first, whatever place each has.
+    @Test func shutdownClosesScopesNewestFirstAfterOthersClosedAndWereReplaced() async throws {
+        let log = EventLog()
+        let graph = try await builder(log).build()
+        var scopes: [ServiceScope] = []
+        for _ in 0..<5 {
+            let scope = try graph.makeScope()
+            _ = try await scope.resolve(Session.self)
+            scopes.append(scope)
+        }
+        // Sessions #2 and #4 close; #6 and #7 take their places, #8 a new one.
+        try await scopes[1].close()
+        try await scopes[3].close()
+        for _ in 0..<3 {
+            let scope = try graph.makeScope()
+            _ = try await scope.resolve(Session.self)
+            scopes.append(scope)
+        }
+        try await graph.shutdown()
+        let removals = log.all.filter { $0.hasPrefix("willRemove") }
+        #expect(
+            removals == [
+                "willRemove Session#2", "willRemove Session#4",
+                "willRemove Session#8", "willRemove Session#7", "willRemove Session#6",
+                "willRemove Session#5", "willRemove Session#3", "willRemove Session#1",
+                "willRemove A",
+            ]
+        )
+        #expect(scopes.allSatisfy { $0.isClosed })
+    }
+
     @Test func aFailedScopedCreationIsReportedAndRetried() async throws {
         let attempts = Tally()
         var builder = ServiceGraph.Builder()

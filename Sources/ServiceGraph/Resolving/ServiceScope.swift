@@ -688,6 +688,10 @@ public final class ServiceScope: Sendable {
     /// Cancelling the calling task does not cut the cleanup short: every hook still runs, bounded by
     /// ``ServiceGraph/Builder/hookTimeout`` only.
     ///
+    /// Runs on the caller's executor, as ``resolve(_:)`` does: a request handler closing its scope does
+    /// not hop to the global executor and back. A scope with nothing in flight and no hooks owed closes
+    /// without suspending.
+    ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
     ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
