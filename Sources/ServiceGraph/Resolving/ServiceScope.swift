@@ -45,8 +45,11 @@ public final class ServiceScope: Sendable {
         var creating = CreationList()
         /// The identity of the next creation run by a resolve (see ``Creation/inline(_:)``).
         var nextCreationID: Creation.ID = 0
-        /// Created instances in creation order; those with hooks must get `willRemove`.
-        var created: [CreatedInstance] = []
+        /// How many instances the scope created, seeds included: their slots, in creation order, are in
+        /// the cell table (``_GraphCore/ScopeCells/slot(createdAt:)``), which has room for all of them.
+        var createdCount = 0
+        /// The created instances whose `willRemove` the scope owes, in creation order.
+        var owedHooks: [StartedService] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
         var closing = Teardown<[ServiceGraphError.Problem]>()
         /// The claims on the hooks of the seeds the caller owns: held while the scope is open, so that no
@@ -61,6 +64,23 @@ public final class ServiceScope: Sendable {
         var childWaiters: [CheckedContinuation<Void, Never>] = []
         /// The close waiting for the resolves in flight to return (see ``ResolveGate``).
         var drainWaiter: CheckedContinuation<Void, Never>?
+
+        /// Records the instance just created at `slot`, whose `willRemove` the scope owes if `hooks`.
+        mutating func noteCreated(_ slot: Int, hooks: InstanceHooks?, in instances: _GraphCore.ScopeCells) {
+            instances.noteCreation(of: slot, at: createdCount)
+            createdCount += 1
+            if let hooks { owedHooks.append(StartedService(slot: slot, hooks: hooks)) }
+        }
+
+        /// Takes the number of created instances (their slots stay in the cell table, and no creation
+        /// writes there once the scope is closing) and the hooks owed, leaving none.
+        mutating func takeCreated() -> (count: Int, owed: [StartedService]) {
+            defer {
+                createdCount = 0
+                owedHooks = []
+            }
+            return (createdCount, owedHooks)
+        }
 
         /// Records that the calling resolve makes the instance at `slot`, which no one is making.
         mutating func startInlineCreation(at slot: Int) -> Creation.ID {
@@ -93,13 +113,11 @@ public final class ServiceScope: Sendable {
         // Made in the lock's storage, not copied into it: a copy retains each reference the state holds.
         self.state = Locked {
             var state = State()
-            // Room for the seeds and a few scoped instances from the start, rather than growing on each.
-            state.created.reserveCapacity(seeds.count + min(layout.count, 4))
             for placed in seeds {
                 instances.publish(placed.seed.box, at: placed.slot)
                 // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
                 let owned = placed.isOwned
-                state.created.append(CreatedInstance(slot: placed.slot, hooks: owned ? placed.claimedHooks : nil))
+                state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
                 if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
             }
             return state
@@ -114,15 +132,10 @@ public final class ServiceScope: Sendable {
         let dropped = state.withLock { state -> DroppedScope? in
             guard case .run = state.closing.start() else { return nil }
             _ = state.closing.finish(with: [])
-            defer { state.created = [] }
             for hooks in state.callerSeedClaims { _core.hookClaims.giveBack(hooks) }
             state.callerSeedClaims = []
-            var boxes: [_AnyBox] = []
-            var owed: [StartedService] = []
-            for entry in state.created {
-                if let box = instances.take(entry.slot) { boxes.append(box) }
-                if let hooks = entry.hooks { owed.append(StartedService(slot: entry.slot, hooks: hooks)) }
-            }
+            let (count, owed) = state.takeCreated()
+            let boxes = (0..<count).compactMap { instances.take(instances.slot(createdAt: $0)) }
             return DroppedScope(owed: owed, boxes: boxes)
         }
         guard let dropped else { return }
@@ -637,7 +650,7 @@ public final class ServiceScope: Sendable {
     private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?) {
         let waiters = state.withLock { state in
             instances.publish(box, at: slot)
-            state.created.append(CreatedInstance(slot: slot, hooks: hooks))
+            state.noteCreated(slot, hooks: hooks, in: instances)
             return state.creating.remove(slot)
         }
         waiters.resume(throwing: nil)
@@ -716,7 +729,7 @@ public final class ServiceScope: Sendable {
             case close([(slot: Int, creation: Creation)], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
             /// Close, with nothing to wait for: the created instances and the caller's seeds' claims,
             /// taken already (the case of a request scope, in one turn of the lock).
-            case closeNow([CreatedInstance], callerSeedClaims: [InstanceHooks])
+            case closeNow((count: Int, owed: [StartedService]), callerSeedClaims: [InstanceHooks])
             case wait
             case done
         }
@@ -726,11 +739,8 @@ public final class ServiceScope: Sendable {
                 if state.children.isEmpty && state.unfinishedChildren == 0 && state.creating.isEmpty {
                     resolves.close()
                     if resolves.isDrained {
-                        defer {
-                            state.created = []
-                            state.callerSeedClaims = []
-                        }
-                        return .closeNow(state.created, callerSeedClaims: state.callerSeedClaims)
+                        defer { state.callerSeedClaims = [] }
+                        return .closeNow(state.takeCreated(), callerSeedClaims: state.callerSeedClaims)
                     }
                 }
                 // Weak references only: a scope loaded here and released under the lock could end,
@@ -742,7 +752,7 @@ public final class ServiceScope: Sendable {
             case .finished: return .done
             }
         }
-        let created: [CreatedInstance]
+        let created: (count: Int, owed: [StartedService])
         let callerSeedClaims: [InstanceHooks]
         var childProblems: [ServiceGraphError.Problem] = []
         switch role {
@@ -767,23 +777,18 @@ public final class ServiceScope: Sendable {
                 _ = try? await wait(for: creation, at: slot)
             }
             (created, callerSeedClaims) = state.withLock { state in
-                defer {
-                    state.created = []
-                    state.callerSeedClaims = []
-                }
-                return (state.created, state.callerSeedClaims)
+                defer { state.callerSeedClaims = [] }
+                return (state.takeCreated(), state.callerSeedClaims)
             }
         }
-        let started = created.compactMap { entry in
-            entry.hooks.map { StartedService(slot: entry.slot, hooks: $0) }
-        }
+        let started = created.owed
         let problems =
             started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
         for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
         if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
         // The scope's references dropped most recent first, as the hooks ran (no resolve reads
         // the table any more: new ones are refused, and those in flight have returned).
-        for entry in created.reversed() { _ = instances.take(entry.slot) }
+        for position in (0..<created.count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
         let waiters = state.withLock { $0.closing.finish(with: problems) }
         let dependentsWaiters = graph?.scopeFinished(id, at: place)
         dependentsWaiters?.resume()
@@ -924,14 +929,6 @@ public final class ServiceScope: Sendable {
     private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
         .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")
     }
-}
-
-/// An instance a scope created (or a seed it was given), in creation order, with the hooks whose
-/// `willRemove` the scope owes it. A struct, not a tuple: a list of tuples is destroyed through the
-/// runtime's generic tuple witnesses, a list of these by code specialized for it.
-struct CreatedInstance {
-    let slot: Int
-    let hooks: InstanceHooks?
 }
 
 /// What a scope released without ``ServiceScope/close()`` still holds: the instances, until the hooks

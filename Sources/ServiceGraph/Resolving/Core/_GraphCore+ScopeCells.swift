@@ -19,6 +19,9 @@ extension _GraphCore {
         /// where the header's property would be an exclusivity check and a retain.
         private let layout: ScopeLayout
         private let cells: UnsafeMutablePointer<Atomic<Unmanaged<_AnyBox>?>>
+        /// The slots of the instances the scope created, in creation order, after the cells in the same
+        /// storage: written and read under the scope's lock (or once no one else can reach the scope).
+        private let order: UnsafeMutablePointer<Int32>
 
         private final class Storage: ManagedBuffer<ScopeLayout, Atomic<Unmanaged<_AnyBox>?>> {
             deinit {
@@ -35,18 +38,36 @@ extension _GraphCore {
         }
 
         static func make(layout: ScopeLayout) -> ScopeCells {
+            let count = layout.count
+            // After the cells, room for `count` 4-byte slots, the creation order (half a cell each): the
+            // scope's list of what it created, without an allocation of its own.
+            let orderCells = (count + 1) / 2
             // Safety: `create` makes an instance of the class it is called on; the cells are initialized
-            // here and deinitialized in the storage's `deinit`.
+            // here and deinitialized in the storage's `deinit`; the order's memory is plain slots.
             let storage = unsafeDowncast(
-                Storage.create(minimumCapacity: max(layout.count, 1)) { _ in layout },
+                Storage.create(minimumCapacity: max(count + orderCells, 1)) { _ in layout },
                 to: Storage.self
             )
             storage.withUnsafeMutablePointerToElements { cells in
-                for index in 0..<layout.count { (cells + index).initialize(to: Atomic(nil)) }
+                for index in 0..<count { (cells + index).initialize(to: Atomic(nil)) }
             }
-            // Safety: the pointer stays valid while the storage lives, which this table keeps.
+            // Safety: the pointers stay valid while the storage lives, which this table keeps.
             let cells = storage.withUnsafeMutablePointerToElements { $0 }
-            return ScopeCells(storage: storage, layout: layout, cells: cells)
+            let order = UnsafeMutableRawPointer(cells + count).bindMemory(to: Int32.self, capacity: count)
+            return ScopeCells(storage: storage, layout: layout, cells: cells, order: order)
+        }
+
+        /// Records that the instance at `slot` was the scope's `position`th creation (seeds first). Only
+        /// under the scope's lock, each cell's instance once: `position` is below the number of cells.
+        func noteCreation(of slot: Int, at position: Int) {
+            _internalInvariant(position >= 0 && position < layout.count, "creation \(position) of \(layout.count)")
+            order[position] = Int32(truncatingIfNeeded: slot)
+        }
+
+        /// The slot of the scope's `position`th creation (see ``noteCreation(of:at:)``).
+        func slot(createdAt position: Int) -> Int {
+            _internalInvariant(position >= 0 && position < layout.count, "creation \(position) of \(layout.count)")
+            return Int(order[position])
         }
 
         /// The cell of the scoped service at `slot`.
