@@ -20,8 +20,8 @@ final class InstanceHooks: Sendable {
 extension _AnyFactory {
     /// The hooks of the freshly made instance in `box`, if its type adopts ``LifecycleHooks``: a plain
     /// test every instance gets (``_AnyFactory/hasHooks(_:)``), then the cast for those that pass it.
-    func instanceHooks(of box: _AnyBox) -> InstanceHooks? {
-        hooks(of: box).map(InstanceHooks.init)
+    func instanceHooks(of box: _AnyBox, rememberedIn answer: _HookAnswer? = nil) -> InstanceHooks? {
+        hooks(of: box, rememberedIn: answer).map(InstanceHooks.init)
     }
 
     /// Claims the hooks of the freshly made instance in `box`, made for the service at `slot`, in
@@ -30,9 +30,10 @@ extension _AnyFactory {
         of box: _AnyBox,
         for slot: Int,
         in claims: HookClaims,
-        takingOver: Bool = false
+        takingOver: Bool = false,
+        rememberedIn answer: _HookAnswer? = nil
     ) -> ClaimedHooks {
-        guard let hooks = instanceHooks(of: box) else { return .none }
+        guard let hooks = instanceHooks(of: box, rememberedIn: answer) else { return .none }
         switch claims.claim(hooks, for: slot, takingOver: takingOver) {
         case .claimed: return .claimed(hooks)
         case .takenOver: return .takenOver(hooks)

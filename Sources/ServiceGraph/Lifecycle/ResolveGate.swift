@@ -50,6 +50,12 @@ struct ResolveGate: ~Copyable, Sendable {
         word.load(ordering: .acquiring) == Self.closing
     }
 
+    /// Refuses new resolves from now on if none is in flight, and says whether it did: a close that
+    /// finds nothing to wait for closes without suspending.
+    func closeIfIdle() -> Bool {
+        word.compareExchange(expected: 0, desired: Self.closing, ordering: .acquiringAndReleasing).exchanged
+    }
+
     /// Refuses new resolves from now on.
     func close() {
         word.bitwiseOr(Self.closing, ordering: .relaxed)

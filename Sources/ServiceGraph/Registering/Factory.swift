@@ -94,20 +94,22 @@ struct _AnyFactory: Sendable {
 
     /// Whether the instance in `stored` has lifecycle hooks this graph may have to run: its dynamic
     /// type adopts ``LifecycleHooks`` and it is not borrowed from another graph.
-    func hasHooks(_ stored: _AnyBox) -> Bool {
+    /// `answer`: where the test's answer is remembered for the instance's dynamic type (see
+    /// ``_ValueLayout/hasHooks``).
+    func hasHooks(_ stored: _AnyBox, rememberedIn answer: _HookAnswer? = nil) -> Bool {
         if isBorrowed { return false }
         if layout.isObject {
             // The reference itself is the value; held unretained for the test (the caller holds it).
             var reference = Unmanaged<AnyObject>.passUnretained(stored)
-            return withUnsafePointer(to: &reference) { layout.hasHooks(UnsafeRawPointer($0)) }
+            return withUnsafePointer(to: &reference) { layout.hasHooks(UnsafeRawPointer($0), answer) }
         }
-        return layout.hasHooks(unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
+        return layout.hasHooks(unsafeDowncast(stored, to: _ValueBox.self).valueAddress, answer)
     }
 
     /// The lifecycle hooks of the instance in `stored`, if its dynamic type adopts ``LifecycleHooks``
     /// and it is not borrowed from another graph (whose hooks that graph runs).
-    func hooks(of stored: _AnyBox) -> (any LifecycleHooks)? {
-        guard hasHooks(stored) else { return nil }
+    func hooks(of stored: _AnyBox, rememberedIn answer: _HookAnswer? = nil) -> (any LifecycleHooks)? {
+        guard hasHooks(stored, rememberedIn: answer) else { return nil }
         if layout.isObject { return stored as? any LifecycleHooks }
         return layout.hooks(of: unsafeDowncast(stored, to: _ValueBox.self).valueAddress)
     }

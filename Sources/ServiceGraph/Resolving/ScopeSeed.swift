@@ -28,15 +28,45 @@ public struct ScopeSeed: Sendable {
     ///     made the value, and hands it over ready. False by default: the caller owns the value, and no
     ///     hook runs on it in the scope, not even through a scoped service that hands it out. A scope
     ///     that is not made leaves the value to the caller.
+    @inlinable
     public init<Key: ServiceKey>(_ key: Key.Type, _ value: Key.Value, ownedByScope: Bool = false) {
-        self.key = key
-        self.box = boxedInstance(value)
         // The caller's value of a plain value type needs no hooks: none run on it, and a copy cannot be
-        // recognized to be claimed. Its cast, a conformance lookup, is left out then. A class, an
-        // existential (whose dynamic type differs) or a value the scope owns is cast.
-        let isPlainValue = !ownedByScope && type(of: value) == Key.Value.self && !(Key.Value.self is AnyObject.Type)
-        self.hooks = isPlainValue ? nil : (value as? any LifecycleHooks).map(InstanceHooks.init)
-        self.isOwnedByScope = ownedByScope
+        // recognized to be claimed. Its cast, a conformance lookup, is left out then, and so is the
+        // generic code: inlined where the seed is made, the test is a constant for a concrete type. A
+        // class, an existential (whose dynamic type differs) or a value the scope owns is cast.
+        if !ownedByScope && type(of: value) == Key.Value.self && !(Key.Value.self is AnyObject.Type) {
+            self.init(_plainValueOf: key, in: _boxedPlainValue(value))
+        } else {
+            self = Self._castForHooks(key, value, ownedByScope: ownedByScope)
+        }
+    }
+
+    /// The seed of a plain value, boxed: no hooks, not owned by the scope.
+    @usableFromInline
+    init(_plainValueOf key: any ServiceKey.Type, in box: _AnyBox) {
+        self.key = key
+        self.box = box
+        self.hooks = nil
+        self.isOwnedByScope = false
+    }
+
+    /// The seed of a value that may have hooks the scope runs or claims: a class instance, an
+    /// existential or a value the scope owns.
+    @usableFromInline
+    static func _castForHooks<Key: ServiceKey>(_ key: Key.Type, _ value: Key.Value, ownedByScope: Bool) -> ScopeSeed {
+        ScopeSeed(
+            key: key,
+            box: boxedInstance(value),
+            hooks: (value as? any LifecycleHooks).map(InstanceHooks.init),
+            isOwnedByScope: ownedByScope
+        )
+    }
+
+    private init(key: any ServiceKey.Type, box: _AnyBox, hooks: InstanceHooks?, isOwnedByScope: Bool) {
+        self.key = key
+        self.box = box
+        self.hooks = hooks
+        self.isOwnedByScope = isOwnedByScope
     }
 
     /// The key's name, as errors and events give it.
@@ -71,7 +101,7 @@ extension _GraphCore {
     /// - Throws: Every key missing, given twice or not a seed, at once, before anything is made.
     func placedSeeds(_ seeds: [ScopeSeed], kind: UInt16 = 0) throws(ServiceGraphError) -> [PlacedSeed] {
         if seeds.isEmpty && seedSlots.isEmpty { return [] }
-        let seedSlots = seedSlotsByKind?[Int(kind)] ?? seedSlots
+        let seedSlots = self.seedSlots(ofKind: kind)
         if let placed = placedExactly(seeds, at: seedSlots) { return placed }
         // Indexed by position in `seedSlots` (sorted): a scope costs its seeds, not the graph's size.
         var given: [ScopeSeed?] = Array(repeating: nil, count: seedSlots.count)
@@ -148,6 +178,34 @@ extension _GraphCore {
         }
         guard problems.isEmpty else { throw ServiceGraphError(problems) }
         return zip(seedSlots, given).map { PlacedSeed(slot: $0, seed: $1.unsafelyUnwrapped) }
+    }
+
+    /// The slots of the seeds of scopes of the kind at `kind`, sorted.
+    func seedSlots(ofKind kind: UInt16) -> [Int] {
+        seedSlotsByKind?[Int(kind)] ?? seedSlots
+    }
+
+    /// Whether `seeds` are each seed of the kind at `kind` once, and nothing else, none with hooks to
+    /// claim: the case of nearly every scope a program opens, whose seeds the new scope writes straight
+    /// into its cells, in slot order, with no list of placed seeds (``ServiceScope/Seeding/exact(_:)``).
+    /// False sends them through ``placedSeeds(_:kind:)`` and ``claimingHooks(of:)``, which report what
+    /// is wrong, if anything.
+    func seedsArePlainAndExact(_ seeds: [ScopeSeed], kind: UInt16) -> Bool {
+        let seedSlots = self.seedSlots(ofKind: kind)
+        // The positions given, as bits: a kind with more seeds than that takes the general path.
+        guard seeds.count == seedSlots.count, seedSlots.count <= UInt64.bitWidth else { return false }
+        var given: UInt64 = 0
+        for seed in seeds {
+            guard
+                seed.hooks == nil,
+                let slot = slot(ofKeyID: ObjectIdentifier(seed.key)),
+                let position = Self.position(of: slot, in: seedSlots)
+            else { return false }
+            let bit: UInt64 = 1 << position
+            guard given & bit == 0 else { return false }
+            given |= bit
+        }
+        return true
     }
 
     /// The seeds at their slots when each seed of the kind (at `seedSlots`, sorted) is given once and

@@ -232,11 +232,15 @@ public final class ServiceGraph: Sendable {
     /// `parent` or from the graph: its seeds are placed and claimed, and it is registered with the
     /// graph (whose shutdown closes it) and, by the caller, with its parent.
     func openScope(kind: UInt16, parent: ServiceScope?, seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
-        let placed = try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind))
-        // Names only for a listener, and made outside the lock (a key's name may run the key's code).
+        let seeding: ServiceScope.Seeding =
+            _core.seedsArePlainAndExact(seeds, kind: kind)
+            ? .exact(seeds) : .placed(try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind)))
+        // Names only for a listener, and made outside the lock (a key's name may run the key's code). The
+        // seeds placed are the kind's, in slot order.
+        let seedSlots = _core.seedSlots(ofKind: kind)
         let names =
-            _core.events.isEnabled(.scopeOpened) && !placed.isEmpty
-            ? placed.map { _core.name($0.slot) }.joined(separator: ", ") : nil
+            _core.events.isEnabled(.scopeOpened) && !seedSlots.isEmpty
+            ? seedSlots.map { _core.name($0) }.joined(separator: ", ") : nil
         do {
             return try state.withLock { state throws(ServiceGraphError) in
                 guard !state.shutdown.hasStarted else {
@@ -249,7 +253,7 @@ public final class ServiceGraph: Sendable {
                     layout: layout,
                     id: state.nextID,
                     place: state.scopes.nextPlace,
-                    seeds: placed,
+                    seeding: seeding,
                     kind: kind,
                     parent: parent
                 )
@@ -263,7 +267,7 @@ public final class ServiceGraph: Sendable {
             }
         } catch {
             // No scope: the seeds stay the caller's.
-            _core.giveBackHooks(of: placed)
+            if case .placed(let placed) = seeding { _core.giveBackHooks(of: placed) }
             throw error
         }
     }

@@ -91,14 +91,23 @@ public final class ServiceScope: Sendable {
         }
     }
 
-    /// A scope of `graph` given `seeds`, one per seed of the graph (see ``_GraphCore/placedSeeds(_:)``):
-    /// each is published at once, and listed first among the created instances, so it is released last.
+    /// The seeds of a new scope, one per seed of its kind.
+    enum Seeding {
+        /// As given, when they are exactly the kind's seeds and none has hooks (see
+        /// ``_GraphCore/seedsArePlainAndExact(_:kind:)``): written straight to their cells.
+        case exact([ScopeSeed])
+        /// At their slots, with their hooks claimed (see ``_GraphCore/placedSeeds(_:kind:)``).
+        case placed([_GraphCore.PlacedSeed])
+    }
+
+    /// A scope of `graph` given its seeds: each is published at once, and listed first among the
+    /// created instances (in slot order), so it is released last.
     init(
         graph: ServiceGraph,
         layout: _GraphCore.ScopeLayout,
         id: Int,
         place: Int,
-        seeds: [_GraphCore.PlacedSeed] = [],
+        seeding: Seeding = .placed([]),
         kind: UInt16 = 0,
         parent: ServiceScope? = nil
     ) {
@@ -111,14 +120,24 @@ public final class ServiceScope: Sendable {
         let instances = _GraphCore.ScopeCells.make(layout: layout)
         self.instances = instances
         // Made in the lock's storage, not copied into it: a copy retains each reference the state holds.
+        let core = graph._core
         self.state = Locked {
             var state = State()
-            for placed in seeds {
-                instances.publish(placed.seed.box, at: placed.slot)
-                // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
-                let owned = placed.isOwned
-                state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
-                if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
+            switch seeding {
+            case .exact(let seeds):
+                for seed in seeds {
+                    // Safety: each seed's key has a slot (``_GraphCore/seedsArePlainAndExact(_:kind:)``).
+                    instances.publish(seed.box, at: core.slot(ofKeyID: ObjectIdentifier(seed.key)).unsafelyUnwrapped)
+                }
+                for slot in core.seedSlots(ofKind: kind) { state.noteCreated(slot, hooks: nil, in: instances) }
+            case .placed(let seeds):
+                for placed in seeds {
+                    instances.publish(placed.seed.box, at: placed.slot)
+                    // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
+                    let owned = placed.isOwned
+                    state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
+                    if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
+                }
             }
             return state
         }
@@ -520,13 +539,9 @@ public final class ServiceScope: Sendable {
         guard let creation else { return .elsewhere }
         let made: (box: _AnyBox, claim: ClaimedHooks)
         do {
-            guard let inPlace = try madeInPlace(slot) else {
-                // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's
-                // singletons stay: unreachable, but the asynchronous path would make it all the same.
-                finishInlineCreation(creation, at: slot, throwing: nil)
-                return .elsewhere
-            }
-            made = inPlace
+            // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's
+            // singletons stay.
+            made = try makeInPlace(slot)
         } catch {
             finishInlineCreation(creation, at: slot, throwing: error)
             throw error
@@ -571,6 +586,12 @@ public final class ServiceScope: Sendable {
     /// Nothing in it can ask the scope for the instance again and wait: the factory cannot await.
     private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks)? {
         guard _core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
+        return try makeInPlace(slot)
+    }
+
+    /// Makes the instance at `slot` in place, as ``madeInPlace(_:)``, whose dependencies the caller found
+    /// read in place.
+    private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks) {
         let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
         do {
             return try _core.buffers.withFactory(at: slot) { factory in
@@ -581,7 +602,8 @@ public final class ServiceScope: Sendable {
                         ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
                     )
                 }
-                return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims))
+                let answer = instances.hookAnswer(at: slot)
+                return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims, rememberedIn: answer))
             }
         } catch {
             throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
@@ -614,7 +636,12 @@ public final class ServiceScope: Sendable {
         try await add(
             box,
             at: slot,
-            claim: factory.claimHooks(of: box, for: slot, in: _core.hookClaims),
+            claim: factory.claimHooks(
+                of: box,
+                for: slot,
+                in: _core.hookClaims,
+                rememberedIn: instances.hookAnswer(at: slot)
+            ),
             inline: inline
         )
     }
@@ -708,6 +735,7 @@ public final class ServiceScope: Sendable {
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
     ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
+        if closeIfIdle() { return }
         guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }
@@ -718,6 +746,25 @@ public final class ServiceScope: Sendable {
     /// waited for; its problems are reported by the one who closed it.
     nonisolated(nonsending) func closeForShutdown() async -> [ServiceGraphError.Problem] {
         await closeOnce(waitingForAnother: true) ?? []
+    }
+
+    /// Closes the scope at once when nothing is in flight, no scope was opened from it and it owes no
+    /// hook: a request scope's usual close, in one synchronous call whose code is a fraction of
+    /// ``closeOnce(waitingForAnother:)``'s (a server runs it with cold caches, once per request). False,
+    /// having changed nothing, otherwise.
+    private func closeIfIdle() -> Bool {
+        let taken = state.withLock { state -> (count: Int, callerSeedClaims: [InstanceHooks])? in
+            guard
+                !state.closing.hasStarted, state.owedHooks.isEmpty, state.creating.isEmpty,
+                state.children.isEmpty, state.unfinishedChildren == 0, resolves.closeIfIdle()
+            else { return nil }
+            _ = state.closing.start()
+            defer { state.callerSeedClaims = [] }
+            return (state.takeCreated().count, state.callerSeedClaims)
+        }
+        guard let taken else { return false }
+        finishClosing(releasing: taken.count, givingBack: taken.callerSeedClaims, problems: [])
+        return true
     }
 
     /// Closes and releases, once. Nil when the scope was already closed, or being closed: then, if
@@ -784,17 +831,27 @@ public final class ServiceScope: Sendable {
         let started = created.owed
         let problems =
             started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
+        finishClosing(releasing: created.count, givingBack: callerSeedClaims, problems: problems)
+        return problems
+    }
+
+    /// The end of a close, its hooks run: gives back the caller's seeds' claims, releases the `count`
+    /// instances created, and tells those waiting for the close, the graph and the parent scope.
+    private func finishClosing(
+        releasing count: Int,
+        givingBack callerSeedClaims: [InstanceHooks],
+        problems: [ServiceGraphError.Problem]
+    ) {
         for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
         if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
         // The scope's references dropped most recent first, as the hooks ran (no resolve reads
         // the table any more: new ones are refused, and those in flight have returned).
-        for position in (0..<created.count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
+        for position in (0..<count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
         let waiters = state.withLock { $0.closing.finish(with: problems) }
         let dependentsWaiters = graph?.scopeFinished(id, at: place)
         dependentsWaiters?.resume()
         parent?.childFinished(id)
         waiters.resume(returning: problems)
-        return problems
     }
 
     /// Opens a scope of `kind` inside this one, given the values of that kind's seeds: `kind` must be

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A created instance as the graph holds it: the instance itself when its type is a class (no box,
 /// no allocation beyond the instance), or else a ``_ValueBox`` holding it.
 ///
@@ -61,6 +63,7 @@ final class _ValueBox: @unchecked Sendable {
     }
 
     /// An empty box with room for a value of `size` bytes aligned to `alignment`.
+    @usableFromInline
     static func empty(size: Int, alignment: Int) -> _ValueBox {
         let capacity = size + alignment - 1  // room to align the value
         let storage = Storage(bufferClass: _ValueBox.self, minimumCapacity: capacity) { _, _ in
@@ -85,6 +88,7 @@ final class _ValueBox: @unchecked Sendable {
     }
 
     /// Records that the box now holds a value of `valueType`, for its deinitializer.
+    @usableFromInline
     func initialized(as valueType: Any.Type) -> _ValueBox {
         storage.withUnsafeMutablePointerToHeader { $0.pointee.valueType = valueType }
         return self
@@ -133,8 +137,13 @@ struct _ValueLayout: Sendable {
     /// `value is any LifecycleHooks` for the value at an address: the test every new instance gets,
     /// which returns a plain flag (making the existential costs as much again, and is only needed for
     /// the few instances that have hooks: ``hooks(of:)``).
+    ///
+    /// The test is a conformance lookup in the runtime's table of every conformance of the process, for
+    /// a value type too (a conformance may be declared in any module). Given a place to remember the
+    /// answer in (one per scoped service, see ``_GraphCore/ScopeLayout``), it is looked up once per
+    /// dynamic type: a request scope's service is made once per request, always of the same type.
     @usableFromInline
-    let hasHooks: @Sendable (UnsafeRawPointer) -> Bool
+    let hasHooks: @Sendable (UnsafeRawPointer, _HookAnswer?) -> Bool
     /// Whether `Value` is a class, held as itself rather than in a ``_ValueBox``.
     @usableFromInline
     let isObject: Bool
@@ -145,7 +154,12 @@ struct _ValueLayout: Sendable {
         storedAlignment = UInt32(MemoryLayout<Value>.alignment)
         isObject = Value.self is AnyObject.Type
         valueType = Value.self
-        hasHooks = { $0.assumingMemoryBound(to: Value.self).pointee is any LifecycleHooks }
+        hasHooks = { address, answer in
+            let value = address.assumingMemoryBound(to: Value.self)
+            guard let answer else { return value.pointee is any LifecycleHooks }
+            // `as Any`: the dynamic type. Here `type(of:)` of an existential `Value` is the existential.
+            return answer.hasHooks(Swift.type(of: value.pointee as Any)) { value.pointee is any LifecycleHooks }
+        }
     }
 
     @inlinable
@@ -172,6 +186,30 @@ struct _ValueLayout: Sendable {
     }
 }
 
+/// Where the answer of a ``_ValueLayout/hasHooks`` test is remembered, with the dynamic type it is for:
+/// one word, the type's metadata address with the answer in its lowest bit (metadata is aligned), 0
+/// before the first test. Racing tests of the same type store the same answer; a test of another type
+/// (an existential's or a class's dynamic type varies) looks up and replaces it.
+@usableFromInline
+struct _HookAnswer {
+    let word: UnsafePointer<Atomic<UInt>>
+
+    init(_ word: UnsafePointer<Atomic<UInt>>) {
+        self.word = word
+    }
+
+    /// Whether `type` adopts ``LifecycleHooks``: remembered, or found by `test` and remembered.
+    @usableFromInline
+    func hasHooks(_ type: Any.Type, test: () -> Bool) -> Bool {
+        let identity = UInt(bitPattern: ObjectIdentifier(type))
+        let known = word.pointee.load(ordering: .relaxed)
+        if known & ~1 == identity { return known & 1 != 0 }
+        let answer = test()
+        word.pointee.store(identity | (answer ? 1 : 0), ordering: .relaxed)
+        return answer
+    }
+}
+
 /// `unsafeDowncast`, with the dynamic type checked in debug builds (see ``_internalInvariant(_:_:file:line:)``).
 @inlinable
 @inline(__always)
@@ -194,6 +232,15 @@ func _internalInvariant(
     #if SERVICEGRAPH_INTERNAL_CHECKS
     precondition(condition(), "ServiceGraph internal invariant: \(message())", file: file, line: line)
     #endif
+}
+
+/// `value`, of a type that is not a class, in a new ``_ValueBox``: a plain seed's box, made in
+/// specialized code where the seed is made.
+@inlinable
+func _boxedPlainValue<Value: Sendable>(_ value: Value) -> _AnyBox {
+    let box = _ValueBox.empty(size: MemoryLayout<Value>.size, alignment: MemoryLayout<Value>.alignment)
+    box.valueAddress.initializeMemory(as: Value.self, to: value)
+    return box.initialized(as: Value.self)
 }
 
 /// `value` held as the graph holds a created instance: the instance itself for a class, or else a

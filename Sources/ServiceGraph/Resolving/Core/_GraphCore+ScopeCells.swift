@@ -78,6 +78,11 @@ extension _GraphCore {
             return cells + index
         }
 
+        /// Where the hooks test of the instances made for the service at `slot` is remembered.
+        func hookAnswer(at slot: Int) -> _HookAnswer? {
+            layout.hookAnswer(at: slot)
+        }
+
         /// The published box at `slot`, not retained; nil when it is not created yet, or not scoped.
         func box(at slot: Int) -> _PublishedBox? {
             let index = layout.index(of: slot)
@@ -124,11 +129,15 @@ extension _GraphCore {
 
     /// Where each scoped service of a graph has its cell in a scope's ``ScopeCells``: made once per
     /// graph, on its first scope, and shared by all its scopes.
-    final class ScopeLayout: Sendable {
+    final class ScopeLayout: @unchecked Sendable {
         /// Per slot of the graph: the index of its cell, or -1 when the service is not scoped.
         private let indices: [Int32]
         /// How many services are scoped.
         let count: Int
+        /// Per cell, whether the dynamic type last made for it has lifecycle hooks (``_HookAnswer``):
+        /// shared by the graph's scopes, so that each makes its instances without a conformance lookup.
+        /// Safety: atomic words, initialized here and deinitialized in `deinit`.
+        private let hookAnswers: UnsafeMutablePointer<Atomic<UInt>>
 
         convenience init(core: _GraphCore) {
             self.init(core: core) { core.lifetime(of: $0) == .scoped }
@@ -145,6 +154,21 @@ extension _GraphCore {
             }
             self.indices = indices
             self.count = count
+            hookAnswers = .allocate(capacity: count)
+            for index in 0..<count { (hookAnswers + index).initialize(to: Atomic(0)) }
+        }
+
+        deinit {
+            hookAnswers.deinitialize(count: count)
+            hookAnswers.deallocate()
+        }
+
+        /// Where the hooks test of the instances made for the service at `slot` is remembered; nil when
+        /// it has no cell.
+        func hookAnswer(at slot: Int) -> _HookAnswer? {
+            let index = index(of: slot)
+            guard index >= 0 else { return nil }
+            return _HookAnswer(hookAnswers + index)
         }
 
         /// The index of the cell of the service at `slot`; -1 when it is not scoped.
