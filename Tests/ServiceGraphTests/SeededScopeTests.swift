@@ -270,6 +270,50 @@ struct SeededScopeTests {
         #expect(log.all == ["init caller's", "willRemove caller's"])
     }
 
+    @Test func aCallersSeedHeldByTwoOpenScopesGetsNoHooksWhenEitherCloses() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.seed(Connection.self)
+        builder.provide(Cart.self, lifetime: .scoped, dependsOn: Connection.self) { $0 }
+        let graph = try await builder.build()
+        let connection = HookedService("caller's", log: log)
+        let first = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection))
+        #expect(try await first.resolve(Cart.self) === connection)
+        let second = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection))
+        let third = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection))
+        try await first.close()
+        // The two still open share the claim the first one made: neither hands the hooks out.
+        #expect(try await second.resolve(Cart.self) === connection)
+        try await third.close()
+        #expect(try await second.resolve(Cart.self) === connection)
+        try await second.close()
+        #expect(log.all == ["init caller's"])
+        // Once no scope holds it, a scope may own it.
+        let owning = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        try await owning.close()
+        try await graph.shutdown()
+        #expect(log.all == ["init caller's", "willRemove caller's"])
+    }
+
+    @Test func anInstanceOneScopeOwnsGetsItsHooksOnceWhenAnotherScopeBorrowsIt() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.seed(Connection.self)
+        builder.provide(Cart.self, lifetime: .scoped, dependsOn: Connection.self) { $0 }
+        let graph = try await builder.build()
+        let connection = HookedService("connection", log: log)
+        let owning = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection, ownedByScope: true))
+        // Borrowed by another scope, as the caller's seed, while the owner is open.
+        let borrowing = try graph.makeScope(seeding: ScopeSeed(Connection.self, connection))
+        try await owning.close()
+        #expect(log.all == ["init connection", "willRemove connection"])
+        // The borrower's service hands it out, and starts nothing: its owner ended it.
+        #expect(try await borrowing.resolve(Cart.self) === connection)
+        try await borrowing.close()
+        try await graph.shutdown()
+        #expect(log.all == ["init connection", "willRemove connection"])
+    }
+
     @Test func aScopeThatIsNotMadeLeavesItsSeedsToTheCaller() async throws {
         let log = EventLog()
         var builder = ServiceGraph.Builder()

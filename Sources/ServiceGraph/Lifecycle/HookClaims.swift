@@ -34,6 +34,10 @@ final class HookClaims: Sendable {
         var uncommitted: [ObjectIdentifier: HookClaims] = [:]
         /// Whether this generation was committed: what it takes over from then on is its own at once.
         var isCommitted = false
+        /// Claimed instances that scopes hold as a caller's seed besides the claimer (``claimOrShare(_:for:)``),
+        /// by how many: each give-back takes one share before the claim itself goes, so that the
+        /// instance stays claimed while any of them is open.
+        var shares: [ObjectIdentifier: Int] = [:]
     }
 
     private let state = Locked(State())
@@ -83,6 +87,37 @@ final class HookClaims: Sendable {
         }
     }
 
+    /// What ``claimOrShare(_:for:)`` did.
+    enum Share {
+        /// Claimed for the service at the slot.
+        case claimed
+        /// Claimed already (by another scope's seed or a service): shared until given back.
+        case shared
+        /// An ancestor runs the hooks: nothing to hold.
+        case heldByAncestor
+    }
+
+    /// Claims `hooks` for a caller's seed of a scope, a seed the scope does not own: its claim only keeps
+    /// the scope's services from running the instance's hooks. When the instance is claimed already,
+    /// the scope shares that claim, which then stays until every sharer has given it back: a caller's
+    /// instance seeded into two open scopes gets no hook when one of them closes.
+    func claimOrShare(_ hooks: InstanceHooks, for slot: Int) -> Share {
+        guard let identity = hooks.identity else { return .claimed }
+        var ancestor = parent
+        while let claims = ancestor {
+            if claims.state.withLock({ $0.claimed[identity] != nil }) { return .heldByAncestor }
+            ancestor = claims.parent
+        }
+        return state.withLock { state in
+            guard state.claimed[identity] != nil else {
+                state.claimed[identity] = slot
+                return .claimed
+            }
+            state.shares[identity, default: 0] += 1
+            return .shared
+        }
+    }
+
     /// Begins the release of `hooks`: false when `willRemove` is not this graph's to run, because the
     /// next generation took the instance over, or because this generation is abandoned and hands it
     /// back to the previous one, which keeps it.
@@ -102,10 +137,17 @@ final class HookClaims: Sendable {
         }
     }
 
-    /// Gives back the claim on `hooks` once its `willRemove` ran (or its `didAdd` failed).
+    /// Gives back the claim on `hooks` once its `willRemove` ran (or its `didAdd` failed), or a share of
+    /// it: the claim goes with the last.
     func giveBack(_ hooks: InstanceHooks) {
         guard let identity = hooks.identity else { return }
-        state.withLock { state in state.claimed[identity] = nil }
+        state.withLock { state in
+            if let shares = state.shares[identity] {
+                state.shares[identity] = shares > 1 ? shares - 1 : nil
+            } else {
+                state.claimed[identity] = nil
+            }
+        }
     }
 
     /// Makes this graph, a ``LiveGraph``'s next generation, the heir of `previous`' claims, and of the

@@ -249,10 +249,23 @@ extension _GraphCore {
                 if claimed[index].isOwned { claimed[first].isOwned = true }
                 continue
             }
+            guard claimed[index].seed.isOwnedByScope else {
+                // A caller's seed: claimed, or the claim another scope or service holds shared, so that it
+                // stays while this scope is open. A shared claim is not this scope's to own: a later key
+                // giving the instance as owned is refused below.
+                switch hookClaims.claimOrShare(hooks, for: claimed[index].slot) {
+                case .claimed:
+                    claimed[index].claimedHooks = hooks
+                    if let identity = hooks.identity { claimer[identity] = index }
+                case .shared: claimed[index].claimedHooks = hooks
+                case .heldByAncestor: break
+                }
+                continue
+            }
             if case .claimed = hookClaims.claim(hooks, for: claimed[index].slot) {
                 claimed[index].claimedHooks = hooks
                 if let identity = hooks.identity { claimer[identity] = index }
-            } else if claimed[index].seed.isOwnedByScope {
+            } else {
                 let name = self.name(claimed[index].slot)
                 problems.append(
                     .init(
