@@ -64,11 +64,7 @@ final class HookClaims: Sendable {
     /// A singleton (`takingOver`) takes over the hooks of an instance the previous generation started.
     func claim(_ hooks: InstanceHooks, for slot: Int, takingOver: Bool = false) -> Outcome {
         guard let identity = hooks.identity else { return .claimed }
-        var ancestor = parent
-        while let claims = ancestor {
-            if claims.state.withLock({ $0.claimed[identity] != nil }) { return .heldByAncestor }
-            ancestor = claims.parent
-        }
+        if isHeldByAncestor(identity) { return .heldByAncestor }
         // Locks are taken newer generation first, the previous one's inside: never the other way.
         return state.withLock { state in
             if let holder = state.claimed[identity] { return .held(by: holder < 0 ? ~holder : holder) }
@@ -103,11 +99,7 @@ final class HookClaims: Sendable {
     /// instance seeded into two open scopes gets no hook when one of them closes.
     func claimOrShare(_ hooks: InstanceHooks, for slot: Int) -> Share {
         guard let identity = hooks.identity else { return .claimed }
-        var ancestor = parent
-        while let claims = ancestor {
-            if claims.state.withLock({ $0.claimed[identity] != nil }) { return .heldByAncestor }
-            ancestor = claims.parent
-        }
+        if isHeldByAncestor(identity) { return .heldByAncestor }
         return state.withLock { state in
             guard state.claimed[identity] != nil else {
                 state.claimed[identity] = slot
@@ -116,6 +108,16 @@ final class HookClaims: Sendable {
             state.shares[identity, default: 0] += 1
             return .shared
         }
+    }
+
+    /// Whether an ancestor graph runs the hooks of the instance `identity`.
+    private func isHeldByAncestor(_ identity: ObjectIdentifier) -> Bool {
+        var ancestor = parent
+        while let claims = ancestor {
+            if claims.state.withLock({ $0.claimed[identity] != nil }) { return true }
+            ancestor = claims.parent
+        }
+        return false
     }
 
     /// Begins the release of `hooks`: false when `willRemove` is not this graph's to run, because the
