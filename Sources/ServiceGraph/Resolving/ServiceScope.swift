@@ -57,7 +57,7 @@ public final class ServiceScope: Sendable {
         var callerSeedClaims: [InstanceHooks] = []
         /// The scopes opened from this one, weakly (a child keeps its parent alive, not the reverse):
         /// closed before this one releases anything.
-        var children: [Int: WeakReference<ServiceScope>] = [:]
+        var children = [Int: WeakReference<ServiceScope>]()
         /// The scopes opened from this one that have not finished (closed, or dropped and done releasing
         /// what they owned): this one's close waits for them all.
         var unfinishedChildren = 0

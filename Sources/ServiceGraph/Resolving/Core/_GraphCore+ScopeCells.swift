@@ -25,8 +25,10 @@ extension _GraphCore {
 
         private final class Storage: ManagedBuffer<ScopeLayout, Atomic<Unmanaged<_AnyBox>?>> {
             deinit {
-                let count = header.count
-                withUnsafeMutablePointerToElements { cells in
+                // Through the pointers, not the `header` property, whose read would be an exclusivity
+                // check at run time: a request scope's storage ends once per request, with cold caches.
+                withUnsafeMutablePointers { header, cells in
+                    let count = header.pointee.count
                     for index in 0..<count {
                         // Every box is taken out by the scope's close or deinit; this only guards
                         // against a leak.
