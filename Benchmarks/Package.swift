@@ -21,6 +21,15 @@ let package = Package(
             ]
         ),
         .target(name: "CMallocStats"),
+        // The code and data lines a request scope's cycle fetches with cold caches (Scripts/cold_scope_cycle.sh).
+        .executableTarget(
+            name: "ColdScopeCycle",
+            dependencies: [.product(name: "ServiceGraph", package: "ServiceGraph"), "ColdScopeCycleServices"]
+        ),
+        .target(
+            name: "ColdScopeCycleServices",
+            dependencies: [.product(name: "ServiceGraph", package: "ServiceGraph")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
