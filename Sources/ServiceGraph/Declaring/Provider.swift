@@ -68,11 +68,11 @@ public struct Provider<Key: ServiceKey>: ServiceKey, Sendable {
 @_documentation(visibility: private)
 public struct _ServiceHandle: Sendable {
     private weak let core: _GraphCore?
-    private weak let scope: ServiceScope?
+    private weak let scope: _ScopeBody?
     /// Whether the handle was made in a scope (then a scope that is gone is closed).
     private let isInScope: Bool
 
-    init(core: _GraphCore, scope: ServiceScope?) {
+    init(core: _GraphCore, scope: _ScopeBody?) {
         self.core = core
         self.scope = scope
         self.isInScope = scope != nil

@@ -187,7 +187,7 @@ extension _GraphCore {
     ///
     /// - Throws: ``FactoryTimedOut`` when the factory ran past `limit` (it is cancelled, and what it
     ///   makes later is dropped); otherwise what the factory threw.
-    func makeBox(at slot: Int, in scope: ServiceScope?, within limit: Duration) async throws -> _AnyBox {
+    func makeBox(at slot: Int, in scope: _ScopeBody?, within limit: Duration) async throws -> _AnyBox {
         let made = Locked<_AnyBox?>(nil)
         do {
             try await Lifecycle.withTimeout(limit) { [self] in

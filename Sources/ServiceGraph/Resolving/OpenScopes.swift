@@ -1,11 +1,12 @@
-/// A graph's open scopes, weakly (the graph does not keep a scope alive), each at a place it keeps
+/// A graph's open scopes, held strongly by their bodies (``_ScopeBody``: the caller's handle is what
+/// keeps a scope alive, and its end releases the scope's instances), each at a place it keeps
 /// until it finishes: opening and finishing a scope writes one array element, where a dictionary keyed
 /// by the scope's id hashed the id both times, for every request scope of a server.
 struct OpenScopes {
     private struct Entry {
         /// The scope's id; -1 where a scope finished and no other took the place yet.
         var id: Int
-        weak var scope: ServiceScope?
+        var scope: _ScopeBody?
     }
 
     private var entries: [Entry] = []
@@ -16,7 +17,7 @@ struct OpenScopes {
     var nextPlace: Int { freePlaces.last ?? entries.count }
 
     /// Registers `scope` at ``nextPlace``.
-    mutating func insert(_ scope: ServiceScope) {
+    mutating func insert(_ scope: _ScopeBody) {
         if let place = freePlaces.popLast() {
             entries[place].id = scope.id
             entries[place].scope = scope
@@ -25,17 +26,18 @@ struct OpenScopes {
         }
     }
 
-    /// Unregisters the scope `id` at `place`; false when it is not there (it finished already).
-    mutating func remove(_ id: Int, at place: Int) -> Bool {
-        guard place < entries.count, entries[place].id == id else { return false }
+    /// Unregisters the scope `id` at `place`, and returns it; nil when it is not there (it finished
+    /// already). The caller lets it go once it no longer holds the graph's lock: a scope's end lets go of
+    /// the scope it was opened from, whose end may take that lock.
+    mutating func remove(_ id: Int, at place: Int) -> _ScopeBody? {
+        guard place < entries.count, entries[place].id == id else { return nil }
         entries[place].id = -1
-        entries[place].scope = nil
         freePlaces.append(place)
-        return true
+        return entries[place].scope.take()
     }
 
-    /// The open scopes still alive, newest first (the order the graph's shutdown closes them in).
-    func newestFirst() -> [ServiceScope] {
+    /// The open scopes, newest first (the order the graph's shutdown closes them in).
+    func newestFirst() -> [_ScopeBody] {
         entries.compactMap { $0.id >= 0 ? $0.scope : nil }.sorted { $0.id > $1.id }
     }
 }

@@ -232,7 +232,7 @@ public final class ServiceGraph: Sendable {
     /// `parent` or from the graph: its seeds are placed and claimed, and it is registered with the
     /// graph (whose shutdown closes it) and, by the caller, with its parent.
     func openScope(kind: UInt16, parent: ServiceScope?, seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
-        let seeding: ServiceScope.Seeding =
+        let seeding: _ScopeBody.Seeding =
             _core.seedsArePlainAndExact(seeds, kind: kind)
             ? .exact(seeds) : .placed(try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind)))
         // Names only for a listener, and made outside the lock (a key's name may run the key's code). The
@@ -248,7 +248,7 @@ public final class ServiceGraph: Sendable {
                 }
                 let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
                 state.scopeLayout = layout
-                let scope = ServiceScope(
+                let scope = _ScopeBody(
                     graph: self,
                     layout: layout,
                     id: state.nextID,
@@ -263,7 +263,7 @@ public final class ServiceGraph: Sendable {
                 if _core.events.isEnabled(.scopeOpened) {
                     _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
                 }
-                return scope
+                return ServiceScope(scope)
             }
         } catch {
             // No scope: the seeds stay the caller's.
@@ -278,7 +278,14 @@ public final class ServiceGraph: Sendable {
     ///   no longer holding the graph, so that the shutdown it ends cannot return while the graph is
     ///   still kept alive by the caller.
     func scopeFinished(_ id: Int, at place: Int) -> DependentsWaiters {
-        finish { $0.scopes.remove(id, at: place) }
+        var removed: _ScopeBody?
+        let waiters = finish { state in
+            removed = state.scopes.remove(id, at: place)
+            return removed != nil
+        }
+        // Let go here, not under the lock (see ``OpenScopes/remove(_:at:)``).
+        removed = nil
+        return waiters
     }
 
     /// Registers a child graph about to be built; throws once this graph is shutting down.
@@ -391,7 +398,7 @@ public final class ServiceGraph: Sendable {
 
     private nonisolated(nonsending) func runShutdown(
         children: [ServiceGraph],
-        scopes: [ServiceScope]
+        scopes: [_ScopeBody]
     ) async -> [ServiceGraphError.Problem] {
         let start = ContinuousClock.now
         var found: [ServiceGraphError.Problem] = []
@@ -436,7 +443,7 @@ public final class ServiceGraph: Sendable {
     }
 
     private enum ShutdownRole {
-        case run(children: [ServiceGraph], scopes: [ServiceScope])
+        case run(children: [ServiceGraph], scopes: [_ScopeBody])
         case wait
         case done([ServiceGraphError.Problem])
     }

@@ -9,7 +9,7 @@ extension _GraphCore {
     func valueSynchronously<Key: ServiceKey>(
         at slot: Int,
         as key: Key.Type,
-        in scope: ServiceScope?
+        in scope: _ScopeBody?
     ) throws -> Key.Value {
         if let value = singleton(at: slot, as: Key.Value.self) {
             return value
@@ -33,7 +33,7 @@ extension _GraphCore {
     /// a value across suspension points, only a reference (with Swift 6.3, values of 16-byte
     /// alignment carried across them there made release builds abort in the task allocator).
     @usableFromInline
-    nonisolated(nonsending) func boxAwaiting(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+    nonisolated(nonsending) func boxAwaiting(at slot: Int, in scope: _ScopeBody?) async throws -> _AnyBox {
         guard reportsResolves else { return try await awaitedBox(at: slot, in: scope) }
         let start = ContinuousClock.now
         let result: Result<_AnyBox, any Error>
@@ -50,7 +50,7 @@ extension _GraphCore {
     /// scope's creation task makes its own entry for a scoped instance.
     nonisolated(nonsending) func awaitedBox(
         at slot: Int,
-        in scope: ServiceScope?,
+        in scope: _ScopeBody?,
         startsChain: Bool = true
     ) async throws -> _AnyBox {
         if let box = buffers.singletonBox(at: slot) { return box.takeUnretainedValue() }
@@ -87,7 +87,7 @@ extension _GraphCore {
     func valueSynchronouslyReporting<Key: ServiceKey>(
         at slot: Int,
         as key: Key.Type,
-        in scope: ServiceScope?
+        in scope: _ScopeBody?
     ) throws -> Key.Value {
         let start = ContinuousClock.now
         return try reported(Result { try valueSynchronously(at: slot, as: key, in: scope) }, of: slot, since: start)

@@ -21,7 +21,7 @@ extension _GraphCore {
         unowned(unsafe) let core: _GraphCore
         // Safety: the scope whose resolve or creation task made the resolver, running until it returns.
         @usableFromInline
-        unowned(unsafe) let scope: ServiceScope?
+        unowned(unsafe) let scope: _ScopeBody?
         /// The core's buffers, valid while the core lives.
         @usableFromInline
         let buffers: _Buffers
@@ -46,7 +46,7 @@ extension _GraphCore {
         /// dependencies that are not singletons are read from it, in order (see
         /// ``_GraphCore/preparedDependencies(of:in:)``).
         @inlinable
-        init(core: _GraphCore, scope: ServiceScope?, slot: Int, prepared: _PreparedValues? = nil) {
+        init(core: _GraphCore, scope: _ScopeBody?, slot: Int, prepared: _PreparedValues? = nil) {
             self.core = core
             self.scope = scope
             buffers = core.buffers
@@ -303,7 +303,7 @@ extension _GraphCore {
     @inlinable
     @inline(__always)
     func withUnsafeResolver<Result>(
-        in scope: ServiceScope?,
+        in scope: _ScopeBody?,
         _ body: (inout _UnsafeResolver) throws -> Result
     ) rethrows -> Result {
         var resolver = _UnsafeResolver(core: self, scope: scope, slot: -1)
@@ -319,7 +319,7 @@ extension _GraphCore {
 
     /// Makes a new instance at `slot`, awaiting its dependencies: an asynchronous singleton the build
     /// makes, or a scoped instance `scope` makes.
-    nonisolated(nonsending) func makeBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+    nonisolated(nonsending) func makeBox(at slot: Int, in scope: _ScopeBody?) async throws -> _AnyBox {
         let prepared = try await preparedDependencies(of: slot, in: scope)
         // The resolver does not retain what is prepared.
         defer { withExtendedLifetime(prepared) {} }
@@ -335,7 +335,7 @@ extension _GraphCore {
     /// ``_GraphCore/boxAwaiting(at:in:)``, in code specialized in the client, made release
     /// builds abort in the task allocator ("freed pointer was not the last allocation").
     @usableFromInline
-    nonisolated(nonsending) func transientBox(at slot: Int, in scope: ServiceScope?) async throws -> _AnyBox {
+    nonisolated(nonsending) func transientBox(at slot: Int, in scope: _ScopeBody?) async throws -> _AnyBox {
         do {
             return try await makeBox(at: slot, in: scope)
         } catch {
@@ -347,7 +347,7 @@ extension _GraphCore {
     /// the factory's thunk, with nothing to make or await first: a created singleton; a lazy or provider
     /// edge, whose thunk takes a handle (`_nextHandle`); or a seed of `scope`
     /// (`_UnsafeResolver.seedBox(at:)`).
-    private func isReadInPlace(_ dependency: Int, at position: Int, in scope: ServiceScope?) -> Bool {
+    private func isReadInPlace(_ dependency: Int, at position: Int, in scope: _ScopeBody?) -> Bool {
         if buffers.singletonBox(at: dependency) != nil { return true }
         if edgeKinds?[position].isHandle == true { return true }
         guard let scope, lifetime(of: dependency) == .scoped, isSeed(dependency) else { return false }
@@ -356,7 +356,7 @@ extension _GraphCore {
 
     /// Whether every dependency of the service at `slot` is read in place in `scope` (see
     /// ``isReadInPlace(_:at:in:)``): ``preparedDependencies(of:in:)`` would prepare nothing.
-    func readsDependenciesInPlace(of slot: Int, in scope: ServiceScope) -> Bool {
+    func readsDependenciesInPlace(of slot: Int, in scope: _ScopeBody) -> Bool {
         let start = Int(buffers.dependencyStart[slot])
         let end = Int(buffers.dependencyStart[slot + 1])
         return (start..<end).allSatisfy { isReadInPlace(Int(buffers.dependencySlots[$0]), at: $0, in: scope) }
@@ -370,7 +370,7 @@ extension _GraphCore {
     @usableFromInline
     nonisolated(nonsending) func preparedDependencies(
         of slot: Int,
-        in scope: ServiceScope?
+        in scope: _ScopeBody?
     ) async throws -> _PreparedValues? {
         var prepared: _PreparedValues?
         let start = Int(buffers.dependencyStart[slot])

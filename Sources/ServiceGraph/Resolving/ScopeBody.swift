@@ -1,0 +1,1108 @@
+/// What a ``ServiceScope`` is made of: its instances, its state and the resolves in flight. The graph
+/// holds it strongly while the scope is open (its shutdown closes it), and the caller holds the
+/// ``ServiceScope`` handle, whose end (the caller dropping the scope without closing it) releases what
+/// the scope owns. Two objects, so that the graph needs no weak reference to each scope: a weak
+/// reference gives its object a side table, which a server pays for once per request scope, with cold
+/// caches.
+@usableFromInline
+final class _ScopeBody: Sendable {
+    @usableFromInline
+    let _core: _GraphCore
+    /// The graph's core, for the library's code that is not inlined into clients.
+    var core: _GraphCore { _core }
+    let id: Int
+    /// Where the graph keeps this scope among its open ones (``OpenScopes``).
+    private let place: Int
+    /// The scope's kind: an index in the graph's ``_GraphCore/scopeKinds`` (0: ``ScopeKind/default``).
+    let kind: UInt16
+    /// The scope this one was opened from (a scope of the parent kind), kept alive by this one; nil for
+    /// a scope opened from the graph.
+    let parent: _ScopeBody?
+    /// The handle of the scope this one was opened from, kept alive by this one: that scope is not
+    /// dropped (and releases nothing) before this one finished.
+    private let parentHandle: ServiceScope?
+    /// The created instances, read without a lock.
+    private let instances: _GraphCore.ScopeCells
+    /// The resolves in flight, which a close waits for.
+    private let resolves = ResolveGate()
+    private let state: Locked<State>
+
+    private enum LookupStep {
+        case ready
+        case wait(Creation)
+        /// This call creates the instance, in its own task.
+        case create(Creation.ID)
+        case closed
+    }
+
+    private struct State {
+        /// The graph the scope was opened from, held until the scope finishes, then let go (a weak
+        /// reference would cost each scope a side table).
+        var graph: ServiceGraph?
+        /// The instances being made, by slot. A creation publishes its instance in
+        /// ``_GraphCore/ScopeCells`` and leaves this list at once, so it holds no instance itself once
+        /// done.
+        var creating = CreationList()
+        /// The identity of the next creation run by a resolve (see ``Creation/inline(_:)``).
+        var nextCreationID: Creation.ID = 0
+        /// How many instances the scope created, seeds included: their slots, in creation order, are in
+        /// the cell table (``_GraphCore/ScopeCells/slot(createdAt:)``), which has room for all of them.
+        var createdCount = 0
+        /// The created instances whose `willRemove` the scope owes, in creation order.
+        var owedHooks: [StartedService] = []
+        /// The scope's one close; a shutdown that finds the scope closing waits for it.
+        var closing = Teardown<[ServiceGraphError.Problem]>()
+        /// The claims on the hooks of the seeds the caller owns: held while the scope is open, so that no
+        /// scoped service that hands one out runs its hooks, and given back unrun.
+        var callerSeedClaims: [InstanceHooks] = []
+        /// The scopes opened from this one, weakly (a child keeps its parent alive, not the reverse):
+        /// closed before this one releases anything.
+        var children = [Int: WeakReference<ServiceScope>]()
+        /// The scopes opened from this one that have not finished (closed, or dropped and done releasing
+        /// what they owned): this one's close waits for them all.
+        var unfinishedChildren = 0
+        var childWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The close waiting for the resolves in flight to return (see ``ResolveGate``).
+        var drainWaiter: CheckedContinuation<Void, Never>?
+
+        /// Records the instance just created at `slot`, whose `willRemove` the scope owes if `hooks`.
+        mutating func noteCreated(_ slot: Int, hooks: InstanceHooks?, in instances: _GraphCore.ScopeCells) {
+            instances.noteCreation(of: slot, at: createdCount)
+            createdCount += 1
+            if let hooks { owedHooks.append(StartedService(slot: slot, hooks: hooks)) }
+        }
+
+        /// Takes the number of created instances (their slots stay in the cell table, and no creation
+        /// writes there once the scope is closing) and the hooks owed, leaving none.
+        mutating func takeCreated() -> (count: Int, owed: [StartedService]) {
+            defer {
+                createdCount = 0
+                owedHooks = []
+            }
+            return (createdCount, owedHooks)
+        }
+
+        /// Records that the calling resolve makes the instance at `slot`, which no one is making.
+        mutating func startInlineCreation(at slot: Int) -> Creation.ID {
+            let id = nextCreationID
+            nextCreationID &+= 1
+            creating.append(.inline(id), at: slot)
+            return id
+        }
+    }
+
+    /// The seeds of a new scope, one per seed of its kind.
+    enum Seeding {
+        /// As given, when they are exactly the kind's seeds and none has hooks (see
+        /// ``_GraphCore/seedsArePlainAndExact(_:kind:)``): written straight to their cells.
+        case exact([ScopeSeed])
+        /// At their slots, with their hooks claimed (see ``_GraphCore/placedSeeds(_:kind:)``).
+        case placed([_GraphCore.PlacedSeed])
+    }
+
+    /// A scope of `graph` given its seeds: each is published at once, and listed first among the
+    /// created instances (in slot order), so it is released last.
+    init(
+        graph: ServiceGraph,
+        layout: _GraphCore.ScopeLayout,
+        id: Int,
+        place: Int,
+        seeding: Seeding = .placed([]),
+        kind: UInt16 = 0,
+        parent: ServiceScope? = nil
+    ) {
+        self._core = graph._core
+        self.id = id
+        self.place = place
+        self.kind = kind
+        self.parent = parent?._body
+        self.parentHandle = parent
+        let instances = _GraphCore.ScopeCells.make(layout: layout)
+        self.instances = instances
+        // Made in the lock's storage, not copied into it: a copy retains each reference the state holds.
+        let core = graph._core
+        self.state = Locked {
+            var state = State()
+            state.graph = graph
+            switch seeding {
+            case .exact(let seeds):
+                for seed in seeds {
+                    // Safety: each seed's key has a slot (``_GraphCore/seedsArePlainAndExact(_:kind:)``).
+                    instances.publish(seed.box, at: core.slot(ofKeyID: ObjectIdentifier(seed.key)).unsafelyUnwrapped)
+                }
+                for slot in core.seedSlots(ofKind: kind) { state.noteCreated(slot, hooks: nil, in: instances) }
+            case .placed(let seeds):
+                for placed in seeds {
+                    instances.publish(placed.seed.box, at: placed.slot)
+                    // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
+                    let owned = placed.isOwned
+                    state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
+                    if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
+                }
+            }
+            return state
+        }
+    }
+
+    /// The caller let go of the scope's handle: a scope released without ``close()`` releases its
+    /// instances, most recent first; the hooks it owed run in a task of their own, which the graph's
+    /// shutdown waits for.
+    func handleDropped() {
+        // Closed: the close held the handle until it finished, so it has, and left nothing to release.
+        if resolves.isClosing { return }
+        let isDrained = state.withLock { state -> Bool? in
+            guard case .run = state.closing.start() else { return nil }
+            _ = state.closing.finish(with: [])
+            // A resolve may be in flight without the handle: a provider's or a lazy handle's, which hold
+            // this body. New ones are refused; what the scope owns is released once those have returned.
+            resolves.close()
+            return resolves.isDrained
+        }
+        guard let isDrained else { return }
+        if isDrained {
+            releaseDropped()
+        } else {
+            _ = UnretainingTask.start { [self] in
+                await resolvesDrained()
+                releaseDropped()
+            }
+        }
+    }
+
+    /// Releases what a scope dropped without ``close()`` owned, no resolve being in flight: see
+    /// ``handleDropped()``.
+    private func releaseDropped() {
+        let taken = state.withLock { state -> (scope: DroppedScope, graph: ServiceGraph?) in
+            for hooks in state.callerSeedClaims { _core.hookClaims.giveBack(hooks) }
+            state.callerSeedClaims = []
+            let (count, owed) = state.takeCreated()
+            let boxes = (0..<count).compactMap { instances.take(instances.slot(createdAt: $0)) }
+            return (DroppedScope(owed: owed, boxes: boxes), state.graph.take())
+        }
+        let dropped = taken.scope
+        let graph = taken.graph
+        let (id, place) = (self.id, self.place)
+        guard dropped.owesHooks else {
+            dropped.releaseInstances()
+            Self.tell(consume graph, finished: id, at: place)
+            parent?.childFinished(id)
+            return
+        }
+        let core = _core
+        // Weakly from here: the graph is let go before the shutdown this may end resumes.
+        weak let weakGraph = consume graph
+        core.events.send(ServiceGraphEvent(.scopeDropped, key: dropped.owedNames(in: core)))
+        UnretainingTask.start(
+            {
+                _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
+                dropped.releaseInstances()
+            },
+            then: { [self] in
+                Self.tell(weakGraph, finished: id, at: place)
+                // The scope this one was opened from is kept until now (by this one), so that it releases
+                // nothing before this one's hooks ran, then told.
+                parent?.childFinished(id)
+            }
+        )
+    }
+
+    /// See ``ServiceScope/resolve(_:)``.
+    @inlinable
+    @inline(__always)
+    nonisolated(nonsending) func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+        guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
+        // One call out of line: counts the resolve in flight and reads the scope's cell for `slot`.
+        let entry = _enter(at: slot)
+        if case .refused = entry { throw _closedError(key) }
+        defer { _leave() }
+        // A scoped instance already created is read here, as fast as a singleton.
+        if case .created(let box) = entry, !_core.reportsResolves { return box.value(as: Key.Value.self) }
+        // A singleton, or a transient whose whole chain is synchronous (seeds are in place), is made
+        // here, in the caller, as `resolveSynchronously` makes it: no asynchronous call unless a factory
+        // must be awaited.
+        if _core.resolvesSynchronouslyInScope(slot) {
+            if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
+            return try _core.valueSynchronously(at: slot, as: key, in: self)
+        }
+        // A scoped instance whose factory is synchronous and whose dependencies are read in place is
+        // made here too: the first resolve in a request scope, without an asynchronous call.
+        if !_core.reportsResolves {
+            switch try _makeInPlace(at: slot) {
+            case .made(let box): return _unsafeValue(of: box, as: Key.Value.self)
+            case .adding(let made): return _unsafeValue(of: try await _add(made), as: Key.Value.self)
+            case .elsewhere: break
+            }
+        }
+        return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: self), as: Key.Value.self)
+    }
+
+    /// The instance at `slot` (of `key`) as the scope holds it: a ``Lazy`` handle's first use.
+    nonisolated(nonsending) func _box<Key: ServiceKey>(at slot: Int, key: Key.Type) async throws -> _AnyBox {
+        let entry = _enter(at: slot)
+        if case .refused = entry { throw _closedError(key) }
+        defer { _leave() }
+        if case .created(let box) = entry { return box.box.takeUnretainedValue() }
+        return try await _core.boxAwaiting(at: slot, in: self)
+    }
+
+    /// See ``ServiceScope/resolveSynchronously(_:)``.
+    @inlinable
+    func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
+        guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
+        let entry = _enter(at: slot)
+        if case .refused = entry { throw _closedError(key) }
+        defer { _leave() }
+        // A seed is in place from the start, and read as `resolve` reads it (a created scoped instance is
+        // not: the call's success would depend on timing, so it is left to `resolve`).
+        if case .created(let box) = entry, !_core.reportsResolves, _core.isSeed(slot) {
+            return box.value(as: Key.Value.self)
+        }
+        guard _core.resolvesSynchronouslyInScope(slot) else {
+            if _core.isDeferred(slot) { return try _core.valueNotResolvableSynchronously(at: slot, as: Key.Value.self) }
+            throw _cannotResolveSynchronouslyError(slot)
+        }
+        if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: self) }
+        return try _core.valueSynchronously(at: slot, as: key, in: self)
+    }
+
+    /// How a resolve started by ``_enter(at:)`` may go on.
+    @usableFromInline
+    enum _Entry {
+        /// The scope is closing: nothing was counted, and the resolve must fail.
+        case refused
+        /// Counted as in flight; the slot has no created scoped instance.
+        case entered
+        /// Counted as in flight; the scoped instance at the slot, already created.
+        case created(_GraphCore._PublishedBox)
+    }
+
+    /// Starts a resolve of the service at `slot`: counts it as in flight until ``_leave()``, so that
+    /// closing the scope waits for it instead of releasing what it is using, and reads the slot's cell.
+    /// One call for both, as the read of a created instance is the scope's hot path.
+    @usableFromInline
+    func _enter(at slot: Int) -> _Entry {
+        switch resolves.enter() {
+        case .entered: break
+        case .refused: return .refused
+        case .refusedLast:
+            resumeDrainWaiter()
+            return .refused
+        }
+        guard let box = instances.box(at: slot) else {
+            // A service of an outer kind of scope, created in the outer scope: read in place too.
+            if _core.slotScopeKinds != nil, let box = outerBox(at: slot) { return .created(box) }
+            return .entered
+        }
+        return .created(box)
+    }
+
+    /// The created instance at `slot` in the outer scope that owns it, for a resolve counted in flight
+    /// in this one (the outer scope closes this one, which waits for its resolves, before it releases
+    /// anything); nil when the service is not an outer kind's, or not created.
+    private func outerBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        let owner = _core.scopeKindIndex(of: slot)
+        guard owner != kind, _core.lifetime(of: slot) == .scoped else { return nil }
+        return outerBox(at: slot, ownedBy: owner)
+    }
+
+    /// The created instance at `slot` in the scope of kind `owner` this one was opened from, directly or
+    /// not; nil when there is none, or it has not created the instance.
+    private func outerBox(at slot: Int, ownedBy owner: UInt16) -> _GraphCore._PublishedBox? {
+        guard let parent else { return nil }
+        // The walk takes no reference: each scope keeps the one it was opened from alive, and this one is
+        // alive for the call (reference counting on the way was most of a nested read's cost).
+        var candidate = Unmanaged.passUnretained(parent)
+        while true {
+            let (box, next) = candidate._withUnsafeGuaranteedRef { scope in
+                scope.kind == owner
+                    ? (scope.instances.box(at: slot), nil) : (nil, scope.parent.map { Unmanaged.passUnretained($0) })
+            }
+            guard let next else { return box }
+            candidate = next
+        }
+    }
+
+    /// The error for `key` missing from the graph (out of line: the cold path).
+    @usableFromInline
+    func _notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(_core.notFound(Key.serviceName, valueType: Key.valueTypeID))
+    }
+
+    /// The error for `key` asked of a closed scope (out of line: the cold path).
+    @usableFromInline
+    func _closedError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
+        ServiceGraphError(closedProblem(Key.serviceName))
+    }
+
+    /// Ends a resolve started by ``_enter(at:)``.
+    @usableFromInline
+    func _leave() {
+        if resolves.leave() { resumeDrainWaiter() }
+    }
+
+    /// Resumes the close waiting for the resolves in flight, if it waits: the last one has left.
+    private func resumeDrainWaiter() {
+        let waiter = state.withLock { state in
+            defer { state.drainWaiter = nil }
+            return state.drainWaiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits until no resolve is in flight; only after `resolves.close()`, and by the one close.
+    private nonisolated(nonsending) func resolvesDrained() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            // Checked under the lock that the last resolve takes to find the waiter, so that either it
+            // finds the waiter or this finds the resolves gone.
+            let isDrained = state.withLock { state in
+                if resolves.isDrained { return true }
+                state.drainWaiter = waiter
+                return false
+            }
+            if isDrained { waiter.resume() }
+        }
+    }
+
+    /// The box of the instance at `slot` if it is a scoped service already created (a seed always is),
+    /// not retained: for a resolve in flight, which keeps it alive (see ``_GraphCore/ScopeCells``).
+    @usableFromInline
+    func _publishedBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        let owner = _core.scopeKindIndex(of: slot)
+        guard owner != kind else { return instances.box(at: slot) }
+        return outerBox(at: slot, ownedBy: owner)
+    }
+
+    /// The scope that owns the scoped service or seed at `slot`: this one, or the enclosing scope of the
+    /// service's kind (``ScopeKind``).
+    ///
+    /// - Throws: ``ServiceGraphError/Code/wrongScopeKind`` when neither this scope nor any it was opened
+    ///   from is of that kind.
+    func _owner(of slot: Int) throws(ServiceGraphError) -> _ScopeBody {
+        let owner = _core.scopeKindIndex(of: slot)
+        var scope: _ScopeBody? = self
+        while let candidate = scope {
+            if candidate.kind == owner { return candidate }
+            scope = candidate.parent
+        }
+        let name = _core.name(slot)
+        let (wanted, own) = (_core.scopeKind(of: slot), _core.scopeKinds[Int(kind)])
+        throw ServiceGraphError(
+            .init(
+                .wrongScopeKind,
+                key: name,
+                site: _core.site(slot),
+                message: "\(name) belongs to \(wanted) scopes, and this \(own) scope is not one nor inside one; "
+                    + "resolve it from a \(wanted) scope"
+            )
+        )
+    }
+
+    /// The box of the instance at `slot` if it is a scoped service already created and the scope is
+    /// open, not retained: the caller is a resolve in flight, which keeps it alive.
+    @usableFromInline
+    func _createdBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        guard !resolves.isClosing else { return nil }
+        return instances.box(at: slot)
+    }
+
+    /// The scope's instance at `slot`, created once, held as the graph holds it: for a `resolve` that
+    /// must await, or a factory on the asynchronous path that depends on it.
+    ///
+    /// - Complexity: O(1) for an instance already created: an atomic load, no lock.
+    @usableFromInline
+    nonisolated(nonsending) func _instanceBox(at slot: Int) async throws -> _AnyBox {
+        if let box = _createdBox(at: slot) { return box.box.takeUnretainedValue() }
+        return try await madeBox(at: slot).box.takeUnretainedValue()
+    }
+
+    /// The box of the instance at `slot`, created by this call or by the one that was first to ask for
+    /// it; or an error when the scope is closing.
+    private nonisolated(nonsending) func madeBox(at slot: Int) async throws -> _GraphCore._PublishedBox {
+        while true {
+            if let box = try await madeBoxOnce(at: slot) { return box }
+        }
+    }
+
+    /// One look at the instance at `slot`, as ``madeBox(at:)``: nil when a creation run by another
+    /// resolve ended, with no instance, before this one could wait for it (it failed): look again.
+    private nonisolated(nonsending) func madeBoxOnce(at slot: Int) async throws -> _GraphCore._PublishedBox? {
+        let step = state.withLock { state -> LookupStep in
+            if state.closing.hasStarted { return .closed }
+            // Created since the first look.
+            if instances.box(at: slot) != nil { return .ready }
+            if let creation = state.creating[slot] { return .wait(creation) }
+            // A synchronous factory is run by the first resolve, in its own task: no task to start and
+            // switch to (most of a request scope's cost). Nothing in it can be cut short by the caller's
+            // cancellation but the `didAdd` hook, which runs in a task of its own (``addInline(_:_:to:)``).
+            if _core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
+                return .create(state.startInlineCreation(at: slot))
+            }
+            let task = UnretainingTask.start { try await self.create(slot) }
+            state.creating.append(.task(task), at: slot)
+            return .wait(.task(task))
+        }
+        switch step {
+        case .ready:
+            break
+        case .create(let id):
+            do {
+                if let made = try madeInPlace(slot) {
+                    if case .none = made.claim {
+                        publish(made.box, at: slot, hooks: nil)
+                    } else {
+                        try await addMadeInPlace(made.box, at: slot, claim: made.claim, creation: id)
+                    }
+                } else {
+                    try await create(slot, inline: true)
+                }
+            } catch {
+                finishInlineCreation(id, at: slot, throwing: error)
+                throw error
+            }
+            finishInlineCreation(id, at: slot, throwing: nil)
+        case .wait(let creation):
+            // Being made by this task (or the one that asked for it): waiting would never end.
+            if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
+            try await wait(for: creation, at: slot)
+            if case .inline = creation, instances.box(at: slot) == nil, !resolves.isClosing { return nil }
+        case .closed:
+            throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
+        }
+        // Made, then released by a close that came in between.
+        guard let box = instances.box(at: slot) else {
+            throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
+        }
+        return box
+    }
+
+    /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
+    /// resolve can try again. Runs in its own entry of the ``_ResolutionTrail``, so that a factory or hook
+    /// asking this scope for the instance again fails instead of waiting for itself.
+    ///
+    /// Inline (in the resolving task rather than one of its own), the `didAdd` hook runs in a task of
+    /// its own, so that cancelling the resolve does not cancel the hook of an instance other resolves may
+    /// be waiting for.
+    private nonisolated(nonsending) func create(_ slot: Int, inline: Bool = false) async throws {
+        try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
+            try await makeAndAdd(slot, inline: inline)
+        }
+    }
+
+    /// What ``_makeInPlace(at:)`` did.
+    @usableFromInline
+    enum _InPlace {
+        /// Made and published: the box, kept alive by the resolve in flight.
+        case made(_AnyBox)
+        /// Made, with hooks to run (or to wait for) before it is published: ``_add(_:)`` finishes it.
+        case adding(_MadeInPlace)
+        /// Not a scoped service, or not one this call can make now: the asynchronous path's.
+        case elsewhere
+    }
+
+    /// A scoped instance made in place whose `didAdd` is still to run.
+    @usableFromInline
+    struct _MadeInPlace {
+        let owner: _ScopeBody
+        let slot: Int
+        let box: _AnyBox
+        let claim: ClaimedHooks
+        let creation: Creation.ID
+    }
+
+    /// Makes the scoped instance at `slot` in place, without suspending, if it can be made so (see
+    /// ``madeInPlace(_:)``) and no one is making it: the first resolve of a request-scoped service.
+    @usableFromInline
+    func _makeInPlace(at slot: Int) throws -> _InPlace {
+        guard _core.lifetime(of: slot) == .scoped, _core.buffers.withFactory(at: slot, { $0.isSynchronous }) else {
+            return .elsewhere
+        }
+        return try _owner(of: slot).makeInPlaceIfFirst(slot)
+    }
+
+    private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
+        guard _core.readsDependenciesInPlace(of: slot, in: self) else { return .elsewhere }
+        let creation = state.withLock { state -> Creation.ID? in
+            // Closing, created or being made meanwhile: the asynchronous path reports or waits.
+            guard !state.closing.hasStarted, instances.box(at: slot) == nil, state.creating[slot] == nil else {
+                return nil
+            }
+            return state.startInlineCreation(at: slot)
+        }
+        guard let creation else { return .elsewhere }
+        let made: (box: _AnyBox, claim: ClaimedHooks)
+        do {
+            // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's
+            // singletons stay.
+            made = try makeInPlace(slot)
+        } catch {
+            finishInlineCreation(creation, at: slot, throwing: error)
+            throw error
+        }
+        guard case .none = made.claim else {
+            return .adding(_MadeInPlace(owner: self, slot: slot, box: made.box, claim: made.claim, creation: creation))
+        }
+        publish(made.box, at: slot, hooks: nil)
+        return .made(made.box)
+    }
+
+    /// Runs the `didAdd` of an instance made in place, publishes it, and returns its box.
+    @usableFromInline
+    nonisolated(nonsending) func _add(_ made: _MadeInPlace) async throws -> _AnyBox {
+        try await made.owner.addMadeInPlace(made.box, at: made.slot, claim: made.claim, creation: made.creation)
+        return made.box
+    }
+
+    /// Runs the `didAdd` of the instance made in place at `slot` (in the trail: the hook may ask for
+    /// the instance, and is refused rather than waiting for itself), publishes it, and ends `creation`.
+    private nonisolated(nonsending) func addMadeInPlace(
+        _ box: _AnyBox,
+        at slot: Int,
+        claim: ClaimedHooks,
+        creation: Creation.ID
+    ) async throws {
+        do {
+            try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
+                try await add(box, at: slot, claim: claim, inline: true)
+            }
+        } catch {
+            finishInlineCreation(creation, at: slot, throwing: error)
+            throw error
+        }
+    }
+
+    /// Makes the instance at `slot` in place, without suspending, when its factory is synchronous and
+    /// each of its dependencies is read in place (a created singleton, a seed of the scope, a lazy or
+    /// provider handle): the request-scoped service's usual case, made without the asynchronous
+    /// calls and the trail entry that ``create(_:inline:)`` takes. Nil, having run nothing, otherwise.
+    ///
+    /// Nothing in it can ask the scope for the instance again and wait: the factory cannot await.
+    private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks)? {
+        guard _core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
+        return try makeInPlace(slot)
+    }
+
+    /// Makes the instance at `slot` in place, as ``madeInPlace(_:)``, whose dependencies the caller found
+    /// read in place.
+    private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks) {
+        let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
+        do {
+            return try _core.buffers.withFactory(at: slot) { factory in
+                var resolver = _GraphCore._UnsafeResolver(core: _core, scope: self, slot: slot)
+                let box = try factory.makeBoxSynchronously(&resolver)
+                if let start {
+                    _core.events.send(
+                        ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
+                    )
+                }
+                let answer = instances.hookAnswer(at: slot)
+                return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims, rememberedIn: answer))
+            }
+        } catch {
+            throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
+        }
+    }
+
+    private nonisolated(nonsending) func makeAndAdd(_ slot: Int, inline: Bool) async throws {
+        let factory = _core.serviceFactory(at: slot)
+        let box: _AnyBox
+        let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
+        do {
+            if let limit = _core.factoryTimeout, !factory.isSynchronous {
+                box = try await _core.makeBox(at: slot, in: self, within: limit)
+            } else {
+                box = try await _core.makeBox(at: slot, in: self)
+            }
+            if let start {
+                _core.events.send(
+                    ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
+                )
+            }
+        } catch let timeout as FactoryTimedOut {
+            throw forgetCreation(
+                at: slot,
+                failing: ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))
+            )
+        } catch {
+            throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
+        }
+        try await add(
+            box,
+            at: slot,
+            claim: factory.claimHooks(
+                of: box,
+                for: slot,
+                in: _core.hookClaims,
+                rememberedIn: instances.hookAnswer(at: slot)
+            ),
+            inline: inline
+        )
+    }
+
+    /// Runs the `didAdd` of the instance just made at `slot`, if it has hooks this scope claimed (after
+    /// the creation of the service that holds them, if another one does), then publishes it; on
+    /// failure, gives the claim back and forgets the attempt.
+    private nonisolated(nonsending) func add(
+        _ box: _AnyBox,
+        at slot: Int,
+        claim: ClaimedHooks,
+        inline: Bool
+    ) async throws {
+        if case .held(let holder) = claim { await waitForCreation(of: holder, heldFor: slot) }
+        let hooks = claim.hooks
+        if let hooks {
+            do {
+                if inline {
+                    let core = _core
+                    try await UnretainingTask.start { try await Lifecycle.didAdd(hooks, of: slot, in: core) }.value
+                } else {
+                    try await Lifecycle.didAdd(hooks, of: slot, in: _core)
+                }
+            } catch {
+                _core.hookClaims.giveBack(hooks)
+                throw forgetCreation(at: slot, failing: error)
+            }
+        }
+        publish(box, at: slot, hooks: hooks)
+    }
+
+    /// Publishes the instance made at `slot`, its `didAdd` run: resolves read it from now on.
+    private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?) {
+        let waiters = state.withLock { state in
+            instances.publish(box, at: slot)
+            state.noteCreated(slot, hooks: hooks, in: instances)
+            return state.creating.remove(slot)
+        }
+        waiters.resume(throwing: nil)
+    }
+
+    /// Forgets the failed creation at `slot`, so that a later resolve tries again, and fails those
+    /// waiting for it with `error`, which it returns.
+    private func forgetCreation(at slot: Int, failing error: any Error) -> any Error {
+        state.withLock { $0.creating.remove(slot) }.resume(throwing: error)
+        return error
+    }
+
+    /// Ends the creation `id` of the instance at `slot` run by a resolve, if it has not ended (by
+    /// ``publish(_:at:hooks:)`` or ``forgetCreation(at:failing:)``), and resumes those waiting.
+    private func finishInlineCreation(_ id: Creation.ID, at slot: Int, throwing error: (any Error)?) {
+        state.withLock { $0.creating.finish(id, at: slot) }.resume(throwing: error)
+    }
+
+    /// Waits until `creation`, of the instance at `slot`, has ended (not cancellable, as `Task.value` is
+    /// not).
+    ///
+    /// - Throws: The creation's error.
+    private nonisolated(nonsending) func wait(for creation: Creation, at slot: Int) async throws {
+        switch creation {
+        case .task(let task):
+            try await task.value
+        case .inline(let id):
+            try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+                // Ended meanwhile: the caller reads what it left (the instance, or none).
+                if !state.withLock({ $0.creating.addWaiter(waiter, to: id, at: slot) }) { waiter.resume() }
+            }
+        }
+    }
+
+    /// Waits until this scope's creation of the service at `holder`, whose hooks the instance made for
+    /// `slot` has too, has ended: the instance has started, and `slot`, published after, is released
+    /// before it, as is what depends on `slot`. No wait when the holder's own creation asked for `slot`
+    /// (it would be waiting for itself), or when another scope or the graph holds the instance.
+    private nonisolated(nonsending) func waitForCreation(of holder: Int, heldFor slot: Int) async {
+        guard holder != slot, !_ResolutionTrail.isMaking(holder, of: self) else { return }
+        guard let creation = state.withLock({ $0.creating[holder] }) else { return }
+        _ = try? await wait(for: creation, at: holder)
+    }
+
+    /// See ``ServiceScope/close()``.
+    nonisolated(nonsending) func close() async throws(ServiceGraphError) {
+        if closeIfIdle() { return }
+        guard let problems = await closeOnce(waitingForAnother: false) else {
+            throw ServiceGraphError(closedProblem("the scope"))
+        }
+        if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// Closes the scope on behalf of the graph's shutdown: a scope being closed by someone else is
+    /// waited for; its problems are reported by the one who closed it.
+    nonisolated(nonsending) func closeForShutdown() async -> [ServiceGraphError.Problem] {
+        await closeOnce(waitingForAnother: true) ?? []
+    }
+
+    /// Closes the scope at once when nothing is in flight, no scope was opened from it and it owes no
+    /// hook: a request scope's usual close, in one synchronous call whose code is a fraction of
+    /// ``closeOnce(waitingForAnother:)``'s (a server runs it with cold caches, once per request). False,
+    /// having changed nothing, otherwise.
+    private func closeIfIdle() -> Bool {
+        let taken = state.withLock { state -> (count: Int, callerSeedClaims: [InstanceHooks])? in
+            guard
+                !state.closing.hasStarted, state.owedHooks.isEmpty, state.creating.isEmpty,
+                state.children.isEmpty, state.unfinishedChildren == 0, resolves.closeIfIdle()
+            else { return nil }
+            _ = state.closing.start()
+            defer { state.callerSeedClaims = [] }
+            return (state.takeCreated().count, state.callerSeedClaims)
+        }
+        guard let taken else { return false }
+        finishClosing(releasing: taken.count, givingBack: taken.callerSeedClaims, problems: [])
+        return true
+    }
+
+    /// Closes and releases, once. Nil when the scope was already closed, or being closed: then, if
+    /// `waitingForAnother`, only after that close finished.
+    private nonisolated(nonsending) func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
+        enum Role {
+            /// Close: the creations to wait for, the scopes opened from this one, and whether any of
+            /// those has not finished.
+            case close([(slot: Int, creation: Creation)], [WeakReference<ServiceScope>], hasUnfinishedChildren: Bool)
+            /// Close, with nothing to wait for: the created instances and the caller's seeds' claims,
+            /// taken already (the case of a request scope, in one turn of the lock).
+            case closeNow((count: Int, owed: [StartedService]), callerSeedClaims: [InstanceHooks])
+            case wait
+            case done
+        }
+        let role = state.withLock { state -> Role in
+            switch state.closing.start() {
+            case .run:
+                if state.children.isEmpty && state.unfinishedChildren == 0 && state.creating.isEmpty {
+                    resolves.close()
+                    if resolves.isDrained {
+                        defer { state.callerSeedClaims = [] }
+                        return .closeNow(state.takeCreated(), callerSeedClaims: state.callerSeedClaims)
+                    }
+                }
+                // Weak references only: a scope loaded here and released under the lock could end,
+                // and its end takes this lock.
+                let children = state.children.isEmpty ? [] : state.children.sorted { $0.key > $1.key }.map(\.value)
+                let creating = state.creating.all
+                return .close(creating, children, hasUnfinishedChildren: state.unfinishedChildren > 0)
+            case .running: return waitingForAnother ? .wait : .done
+            case .finished: return .done
+            }
+        }
+        let created: (count: Int, owed: [StartedService])
+        let callerSeedClaims: [InstanceHooks]
+        var childProblems: [ServiceGraphError.Problem] = []
+        switch role {
+        case .done:
+            return nil
+        case .wait:
+            _ = await state.outcome(of: \.closing)
+            return nil
+        case .closeNow(let taken, let claims):
+            (created, callerSeedClaims) = (taken, claims)
+        case .close(let pending, let children, let hasUnfinishedChildren):
+            // The scopes opened from this one first, newest first: they read this one's instances, which
+            // stay readable until they are closed (only new creations are refused meanwhile).
+            for child in children {
+                if let child = child.object { childProblems += await child._body.closeForShutdown() }
+            }
+            // Once closing, no child is added: none unfinished then, none to wait for.
+            if hasUnfinishedChildren { await waitForChildren() }
+            resolves.close()
+            if !resolves.isDrained { await resolvesDrained() }
+            for (slot, creation) in pending {
+                _ = try? await wait(for: creation, at: slot)
+            }
+            (created, callerSeedClaims) = state.withLock { state in
+                defer { state.callerSeedClaims = [] }
+                return (state.takeCreated(), state.callerSeedClaims)
+            }
+        }
+        let started = created.owed
+        let problems =
+            started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
+        finishClosing(releasing: created.count, givingBack: callerSeedClaims, problems: problems)
+        return problems
+    }
+
+    /// The end of a close, its hooks run: gives back the caller's seeds' claims, releases the `count`
+    /// instances created, and tells those waiting for the close, the graph and the parent scope.
+    private func finishClosing(
+        releasing count: Int,
+        givingBack callerSeedClaims: [InstanceHooks],
+        problems: [ServiceGraphError.Problem]
+    ) {
+        for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
+        if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
+        // The scope's references dropped most recent first, as the hooks ran (no resolve reads
+        // the table any more: new ones are refused, and those in flight have returned).
+        for position in (0..<count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
+        let (waiters, graph) = state.withLock { ($0.closing.finish(with: problems), $0.graph.take()) }
+        Self.tell(consume graph, finished: id, at: place)
+        parent?.childFinished(id)
+        waiters.resume(returning: problems)
+    }
+
+    /// Opens a scope of `kind` inside this one given its seeds, whose handle is `handle`; see
+    /// ``ServiceScope/makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
+    func makeScope(
+        _ kind: ScopeKind,
+        seeding seeds: [ScopeSeed],
+        from handle: ServiceScope
+    ) throws(ServiceGraphError) -> ServiceScope {
+        let index = try _core.scopeKindIndex(opening: kind, inside: self.kind)
+        // Reserved under this scope's lock, so that a close that starts from now on waits for the child;
+        // opened outside it (opening runs the keys' and the event handler's code).
+        let graph = try state.withLock { state throws(ServiceGraphError) in
+            // The graph is held until the scope finishes, which is after its close started.
+            guard !state.closing.hasStarted, let graph = state.graph else {
+                throw ServiceGraphError(closedProblem("a new scope"))
+            }
+            state.unfinishedChildren += 1
+            return graph
+        }
+        let child: ServiceScope
+        do {
+            child = try graph.openScope(kind: index, parent: handle, seeds: seeds)
+        } catch {
+            childFinished(nil)
+            throw error
+        }
+        let isClosing = state.withLock { state in
+            if state.closing.hasStarted { return true }
+            state.children[child._body.id] = WeakReference(child)
+            return false
+        }
+        // A close began meanwhile and did not see the child: it is dropped unused, and its end is waited for.
+        if isClosing { throw ServiceGraphError(closedProblem("a new scope")) }
+        return child
+    }
+
+    /// The scope's kind.
+    var scopeKind: ScopeKind { _core.scopeKinds[Int(kind)] }
+
+    /// The error for `slot`, which this scope cannot resolve without suspending: a scoped service of a
+    /// kind this scope is not within (no `await` would help), or one to await (out of line: cold path).
+    @usableFromInline
+    func _cannotResolveSynchronouslyError(_ slot: Int) -> ServiceGraphError {
+        if _core.lifetime(of: slot) == .scoped {
+            do { _ = try _owner(of: slot) } catch { return error }
+        }
+        // A chain that needs a kind of scope this one is not within fails the same way when awaited:
+        // say so, rather than suggest an await that cannot help.
+        if _core.slotScopeKinds != nil, let error = unreachableKind(from: slot) { return error }
+        return _core.cannotResolveSynchronouslyInScopeError(slot)
+    }
+
+    /// The ``ServiceGraphError/Code/wrongScopeKind`` error of the nearest scoped service or seed that
+    /// resolving `slot` would need and this scope cannot reach (its kind is neither this scope's nor an
+    /// enclosing one's), with the path to it; nil when there is none. Breadth first through the
+    /// transients the resolve would make (a singleton is made already; a scoped service's own
+    /// dependencies are validated with its kind). Cold: only for an error.
+    private func unreachableKind(from slot: Int) -> ServiceGraphError? {
+        func isUnreachable(_ service: Int) -> Bool {
+            guard _core.lifetime(of: service) == .scoped else { return false }
+            do {
+                _ = try _owner(of: service)
+                return false
+            } catch {
+                return true
+            }
+        }
+        guard
+            let path = _core.shortestPath(
+                from: slot,
+                to: isUnreachable,
+                through: { _core.lifetime(of: $0) == .transient }
+            ),
+            let unreachable = path.last
+        else { return nil }
+        do {
+            _ = try _owner(of: unreachable)
+            return nil
+        } catch {
+            let problem = error.problems[0]
+            return ServiceGraphError(
+                .init(
+                    problem.code,
+                    key: problem.key,
+                    path: path.map(_core.name),
+                    site: problem.site,
+                    message: problem.message
+                )
+            )
+        }
+    }
+
+    /// Tells `graph` that the scope `id` at `place` finished (closed, or dropped and done releasing), and
+    /// lets the graph go before resuming the shutdown this may end: that shutdown cannot then return
+    /// while this scope still keeps the graph alive.
+    private static func tell(_ graph: consuming ServiceGraph?, finished id: Int, at place: Int) {
+        let waiters = graph?.scopeFinished(id, at: place)
+        graph = nil
+        waiters?.resume()
+    }
+
+    /// A scope opened from this one has finished: closed, or dropped and done releasing (`id`, or nil
+    /// for one that failed to open).
+    func childFinished(_ id: Int?) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if let id { state.children[id] = nil }
+            state.unfinishedChildren -= 1
+            guard state.unfinishedChildren == 0 else { return [] }
+            defer { state.childWaiters = [] }
+            return state.childWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until every scope opened from this one has finished (a dropped one releases in the
+    /// background).
+    private nonisolated(nonsending) func waitForChildren() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state in
+                if state.unfinishedChildren == 0 { return true }
+                state.childWaiters.append(waiter)
+                return false
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    /// Whether ``close()`` has been called (or the graph has shut down, or the scope is closing).
+    var isClosed: Bool { state.withLock { $0.closing.hasStarted } }
+
+    private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
+        .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")
+    }
+}
+
+/// What a scope released without ``ServiceScope/close()`` still holds: the instances, until the hooks
+/// it owed have run.
+private final class DroppedScope: Sendable {
+    private let owed: Locked<[StartedService]>
+    /// In creation order.
+    private let boxes: Locked<[_AnyBox]>
+
+    init(owed: [StartedService], boxes: [_AnyBox]) {
+        self.owed = Locked(owed)
+        self.boxes = Locked(boxes)
+    }
+
+    var owesHooks: Bool { owed.withLock { !$0.isEmpty } }
+
+    /// The services whose hooks are owed, in the order the hooks run (most recent first).
+    func owedNames(in core: _GraphCore) -> String {
+        owed.withLock { $0.reversed().map { core.name($0.slot) }.joined(separator: ", ") }
+    }
+
+    func takeOwed() -> [StartedService] {
+        owed.withLock { owed in
+            defer { owed = [] }
+            return owed
+        }
+    }
+
+    /// Releases the instances, most recent first.
+    func releaseInstances() {
+        var boxes = self.boxes.withLock { boxes in
+            defer { boxes = [] }
+            return boxes
+        }
+        while !boxes.isEmpty { boxes.removeLast() }
+    }
+}
+
+/// A scoped instance being created, for the resolves that ask for it meanwhile and for the scope's
+/// close to wait on.
+enum Creation: Sendable {
+    /// A creation run by a resolve, told apart from a later one of the same slot.
+    typealias ID = UInt64
+
+    /// Created in a task of its own: an asynchronous factory, which the first resolve's cancellation
+    /// must not cut short for the others.
+    case task(Task<Void, any Error>)
+    /// Created by the first resolve, in its own task: a synchronous factory. Those waiting for it wait
+    /// in the scope's ``CreationList``, under its lock: no allocation of its own.
+    case inline(ID)
+}
+
+/// A scope's creations in flight, by slot, with those waiting for the ones resolves run: a short list
+/// searched in place (a scope makes a few instances at a time, and a table would hash on every
+/// creation). The first creation in flight is held in the list itself, so that a request scope making
+/// one instance at a time allocates nothing for it.
+struct CreationList {
+    private struct Entry {
+        let slot: Int
+        let creation: Creation
+        var waiters = Waiters()
+
+        /// Whether this is the creation `id`, run by a resolve.
+        func isInline(_ id: Creation.ID) -> Bool {
+            guard case .inline(let found) = creation else { return false }
+            return found == id
+        }
+    }
+
+    /// Those waiting for a creation run by a resolve, to resume once out of the scope's lock.
+    struct Waiters {
+        fileprivate var continuations: [CheckedContinuation<Void, any Error>] = []
+
+        func resume(throwing error: (any Error)?) {
+            for waiter in continuations {
+                if let error { waiter.resume(throwing: error) } else { waiter.resume() }
+            }
+        }
+    }
+
+    /// The creation in flight when there is one; the oldest of them otherwise, or nil.
+    private var first: Entry?
+    /// The other creations in flight.
+    private var others: [Entry] = []
+
+    subscript(slot: Int) -> Creation? {
+        if let first, first.slot == slot { return first.creation }
+        return others.first { $0.slot == slot }?.creation
+    }
+
+    var isEmpty: Bool { first == nil }
+
+    /// Every creation in flight.
+    var all: [(slot: Int, creation: Creation)] {
+        guard let first else { return [] }
+        return [(first.slot, first.creation)] + others.map { ($0.slot, $0.creation) }
+    }
+
+    /// Adds the creation of the instance at `slot`, which has none in flight.
+    mutating func append(_ creation: Creation, at slot: Int) {
+        let entry = Entry(slot: slot, creation: creation)
+        if first == nil { first = entry } else { others.append(entry) }
+    }
+
+    /// Removes the creation at `slot`, if there is one, with those waiting for it.
+    mutating func remove(_ slot: Int) -> Waiters {
+        remove { $0.slot == slot }
+    }
+
+    /// Removes the creation `id` at `slot` if it is still in flight (not a later one), with those
+    /// waiting for it.
+    mutating func finish(_ id: Creation.ID, at slot: Int) -> Waiters {
+        remove { $0.slot == slot && $0.isInline(id) }
+    }
+
+    /// Adds `waiter` to those waiting for the creation `id` at `slot`; false when it has ended.
+    mutating func addWaiter(_ waiter: CheckedContinuation<Void, any Error>, to id: Creation.ID, at slot: Int) -> Bool {
+        if first?.slot == slot {
+            guard first?.isInline(id) == true else { return false }
+            first?.waiters.continuations.append(waiter)
+            return true
+        }
+        guard let index = others.firstIndex(where: { $0.slot == slot }), others[index].isInline(id) else {
+            return false
+        }
+        others[index].waiters.continuations.append(waiter)
+        return true
+    }
+
+    /// Removes the first entry `matches` accepts, with those waiting for it; the next one in line takes
+    /// the first place when it was there.
+    private mutating func remove(where matches: (Entry) -> Bool) -> Waiters {
+        if let entry = first, matches(entry) {
+            first = others.isEmpty ? nil : others.removeFirst()
+            return entry.waiters
+        }
+        guard let index = others.firstIndex(where: matches) else { return Waiters() }
+        return others.remove(at: index).waiters
+    }
+}
