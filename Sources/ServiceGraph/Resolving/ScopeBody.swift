@@ -715,6 +715,7 @@ final class _ScopeBody: Sendable {
     }
 
     /// See ``ServiceScope/close()``.
+    @usableFromInline
     nonisolated(nonsending) func close() async throws(ServiceGraphError) {
         if closeIfIdle() { return }
         guard let problems = await closeOnce(waitingForAnother: false) else {

@@ -81,7 +81,9 @@ public final class ServiceScope: Sendable {
     ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
     ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
+    @inlinable
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
+        // Inlined into the caller: the handle adds no asynchronous call of its own.
         try await _body.close()
     }
 
