@@ -33,7 +33,10 @@ extension _AnyFactory {
         takingOver: Bool = false,
         rememberedIn answer: _HookAnswer? = nil
     ) -> ClaimedHooks {
-        guard let hooks = instanceHooks(of: box, rememberedIn: answer) else { return .none }
+        // Tested before the hooks are found, which makes an optional existential: most instances have none.
+        guard hasHooks(box, rememberedIn: answer), let hooks = instanceHooks(of: box, rememberedIn: answer) else {
+            return .none
+        }
         switch claims.claim(hooks, for: slot, takingOver: takingOver) {
         case .claimed: return .claimed(hooks)
         case .takenOver: return .takenOver(hooks)

@@ -99,6 +99,9 @@ struct _AnyFactory: Sendable {
     func hasHooks(_ stored: _AnyBox, rememberedIn answer: _HookAnswer? = nil) -> Bool {
         if isBorrowed { return false }
         if layout.isObject {
+            // The instance's class read from the reference, where the test below would box it in an
+            // `Any` to find it: a request scope's service is tested once per request.
+            if let known = answer?.known(for: type(of: stored)) { return known }
             // The reference itself is the value; held unretained for the test (the caller holds it).
             var reference = Unmanaged<AnyObject>.passUnretained(stored)
             return withUnsafePointer(to: &reference) { layout.hasHooks(UnsafeRawPointer($0), answer) }

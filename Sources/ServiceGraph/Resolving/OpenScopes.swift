@@ -1,4 +1,4 @@
-/// A graph's open scopes, held strongly by their bodies (``_ScopeBody``: the caller's handle is what
+/// A graph's open scopes, held strongly, as their bodies (``_ScopeBody``: the caller's handle is what
 /// keeps a scope alive, and its end releases the scope's instances), each at a place it keeps
 /// until it finishes: opening and finishing a scope writes one array element, where a dictionary keyed
 /// by the scope's id hashed the id both times, for every request scope of a server.
@@ -6,6 +6,7 @@ struct OpenScopes {
     private struct Entry {
         /// The scope's id; -1 where a scope finished and no other took the place yet.
         var id: Int
+        /// The scope; nil exactly where `id` is -1.
         var scope: _ScopeBody?
     }
 
@@ -38,6 +39,6 @@ struct OpenScopes {
 
     /// The open scopes, newest first (the order the graph's shutdown closes them in).
     func newestFirst() -> [_ScopeBody] {
-        entries.compactMap { $0.id >= 0 ? $0.scope : nil }.sorted { $0.id > $1.id }
+        entries.compactMap(\.scope).sorted { $0.id > $1.id }
     }
 }

@@ -16,7 +16,8 @@ final class _ScopeBody: Sendable {
     /// The scope's kind: an index in the graph's ``_GraphCore/scopeKinds`` (0: ``ScopeKind/default``).
     let kind: UInt16
     /// The scope this one was opened from (a scope of the parent kind), kept alive by this one; nil for
-    /// a scope opened from the graph.
+    /// a scope opened from the graph. It is `parentHandle?._body`, stored so that the resolve path's walk
+    /// to an outer kind's scope reads one field per step rather than two.
     let parent: _ScopeBody?
     /// The handle of the scope this one was opened from, kept alive by this one: that scope is not
     /// dropped (and releases nothing) before this one finished.
@@ -584,22 +585,32 @@ final class _ScopeBody: Sendable {
     /// Makes the instance at `slot` in place, as ``madeInPlace(_:)``, whose dependencies the caller found
     /// read in place.
     private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks) {
-        let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
         do {
             return try _core.buffers.withFactory(at: slot) { factory in
                 var resolver = _GraphCore._UnsafeResolver(core: _core, scope: self, slot: slot)
-                let box = try factory.makeBoxSynchronously(&resolver)
-                if let start {
-                    _core.events.send(
-                        ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
-                    )
-                }
+                let box =
+                    _core.events.isEnabled(.serviceCreated)
+                    ? try makeReportingCreation(of: slot, with: factory, &resolver)
+                    : try factory.makeBoxSynchronously(&resolver)
                 let answer = instances.hookAnswer(at: slot)
                 return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims, rememberedIn: answer))
             }
         } catch {
             throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
         }
+    }
+
+    /// Runs the synchronous `factory` of `slot` as ``makeInPlace(_:)`` does, and tells the event
+    /// listener how long it took: out of line, so that the usual call has no clock in its code.
+    private func makeReportingCreation(
+        of slot: Int,
+        with factory: _AnyFactory,
+        _ resolver: inout _GraphCore._UnsafeResolver
+    ) throws -> _AnyBox {
+        let start = ContinuousClock.now
+        let box = try factory.makeBoxSynchronously(&resolver)
+        _core.events.send(ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now)))
+        return box
     }
 
     private nonisolated(nonsending) func makeAndAdd(_ slot: Int, inline: Bool) async throws {

@@ -201,12 +201,18 @@ struct _HookAnswer {
     /// Whether `type` adopts ``LifecycleHooks``: remembered, or found by `test` and remembered.
     @usableFromInline
     func hasHooks(_ type: Any.Type, test: () -> Bool) -> Bool {
-        let identity = UInt(bitPattern: ObjectIdentifier(type))
-        let known = word.pointee.load(ordering: .relaxed)
-        if known & ~1 == identity { return known & 1 != 0 }
+        if let known = known(for: type) { return known }
         let answer = test()
-        word.pointee.store(identity | (answer ? 1 : 0), ordering: .relaxed)
+        word.pointee.store(UInt(bitPattern: ObjectIdentifier(type)) | (answer ? 1 : 0), ordering: .relaxed)
         return answer
+    }
+
+    /// The answer remembered for `type`; nil when none is.
+    @usableFromInline
+    func known(for type: Any.Type) -> Bool? {
+        let known = word.pointee.load(ordering: .relaxed)
+        guard known & ~1 == UInt(bitPattern: ObjectIdentifier(type)) else { return nil }
+        return known & 1 != 0
     }
 }
 
