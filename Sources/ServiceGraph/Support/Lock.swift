@@ -39,10 +39,9 @@ struct Locked<State>: @unchecked Sendable {
         static func make(_ makeState: () -> State) -> Storage {
             // Safety: `create` makes an instance of the class it is called on.
             let storage = unsafeDowncast(create(minimumCapacity: 1) { _ in makeState() }, to: Storage.self)
-            storage.withUnsafeMutablePointerToElements { mutex in
-                mutex.initialize(to: pthread_mutex_t())
-                pthread_mutex_init(mutex, nil)
-            }
+            // All zeros is `PTHREAD_MUTEX_INITIALIZER` in glibc and musl alike: a default mutex, with no
+            // call to `pthread_mutex_init` (a scope makes one per request, with cold caches).
+            storage.withUnsafeMutablePointerToElements { $0.initialize(to: pthread_mutex_t()) }
             return storage
         }
 
