@@ -34,7 +34,14 @@ struct Teardown<Outcome: Sendable> {
     struct Waiters {
         fileprivate var waiters: [CheckedContinuation<Outcome, Never>] = []
 
+        /// Resumes them; the test for none is inlined, as there usually are none.
+        @inline(__always)
         func resume(returning outcome: Outcome) {
+            if !waiters.isEmpty { resumeEach(returning: outcome) }
+        }
+
+        @inline(never)
+        private func resumeEach(returning outcome: Outcome) {
             for waiter in waiters { waiter.resume(returning: outcome) }
         }
     }

@@ -1051,7 +1051,14 @@ struct CreationList {
     struct Waiters {
         fileprivate var continuations: [CheckedContinuation<Void, any Error>] = []
 
+        /// Resumes them; the test for none is inlined, as there usually are none.
+        @inline(__always)
         func resume(throwing error: (any Error)?) {
+            if !continuations.isEmpty { resumeEach(throwing: error) }
+        }
+
+        @inline(never)
+        private func resumeEach(throwing error: (any Error)?) {
             for waiter in continuations {
                 if let error { waiter.resume(throwing: error) } else { waiter.resume() }
             }

@@ -437,7 +437,14 @@ public final class ServiceGraph: Sendable {
     struct DependentsWaiters {
         fileprivate var waiters: [CheckedContinuation<Void, Never>] = []
 
+        /// Resumes them; the test for none is inlined, as there usually are none.
+        @inline(__always)
         func resume() {
+            if !waiters.isEmpty { resumeEach() }
+        }
+
+        @inline(never)
+        private func resumeEach() {
             for waiter in waiters { waiter.resume() }
         }
     }
