@@ -76,7 +76,11 @@ struct GraphPlan: Sendable {
         var isPlain = true
         // Fields are read in place (`registrations[index].isOverride`): a `for in` over the list would
         // copy each registration, retaining its factory and dependency list.
+        var touched: UInt = 0
         for index in registrations.indices {
+            if index & (Self.touchBatch - 1) == 0 {
+                touched &+= Self.touchKeys(of: registrations, after: index, in: table)
+            }
             if registrations[index].isOverride || table.insert(registrations[index].keyID) != nil {
                 isPlain = false
                 break
@@ -164,6 +168,9 @@ struct GraphPlan: Sendable {
         var edgeKinds: [_DependencyKind]?
         var absentOptionals: [(slot: Int, key: any ServiceKey.Type)] = []
         for slot in providers.indices {
+            if slot & (Self.touchBatch - 1) == 0 {
+                touched &+= Self.touchDependencyKeys(of: providers, after: slot, in: table)
+            }
             dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
             if mayHaveWrappers, edgeKinds == nil, providers[slot].dependencies.hasWrappers {
                 // The first wrapper: every edge so far was direct.
@@ -197,6 +204,7 @@ struct GraphPlan: Sendable {
         dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
         let edges = Edges(dependencyStart: dependencyStart, dependencyTargets: dependencyTargets)
 
+        withExtendedLifetime(touched) {}
         self.providers = providers
         self.edges = edges
         self.table = table
@@ -226,6 +234,46 @@ struct GraphPlan: Sendable {
         self.unpairedForms = withdrawn.unpaired + Self.unpairedForms(of: providers, table: table)
         self.keyNames = KeyNames(lookupFrom: providers.count, labels: composition.labels) { [providers, edges, table] in
             providers.map(\.key) + Self.missingKeys(of: providers, edges: edges, table: table)
+        }
+    }
+
+    /// How many registrations ``touchKeys(of:after:in:)`` and ``touchDependencyKeys(of:after:in:)`` read
+    /// ahead for, at a time.
+    private static var touchBatch: Int { 16 }
+
+    /// Reads the key table's buckets for the keys of the batch of registrations after the one at
+    /// `index` (see ``KeyTable/touch(_:holders:)``): inserting a million keys otherwise waits for memory
+    /// once per key.
+    private static func touchKeys(of registrations: RegistrationList, after index: Int, in table: KeyTable) -> UInt {
+        let start = index + touchBatch
+        let end = min(start + touchBatch, registrations.count)
+        guard start < end else { return 0 }
+        return withUnsafeTemporaryAllocation(of: UInt.self, capacity: touchBatch) { batch in
+            for position in start..<end {
+                batch[position - start] = UInt(bitPattern: registrations[position].keyID)
+            }
+            return table.touch(UnsafeMutableBufferPointer(rebasing: batch[..<(end - start)]), holders: false)
+        }
+    }
+
+    /// Reads the key table's buckets and identities for the dependencies of the batch of providers after
+    /// the one at `slot` (see ``KeyTable/touch(_:holders:)``): looking up two million edges otherwise
+    /// waits for memory twice per edge.
+    private static func touchDependencyKeys(of providers: RegistrationList, after slot: Int, in table: KeyTable) -> UInt
+    {
+        let start = slot + touchBatch
+        let end = min(start + touchBatch, providers.count)
+        guard start < end else { return 0 }
+        return withUnsafeTemporaryAllocation(of: UInt.self, capacity: KeyTable.touchCapacity) { batch in
+            var count = 0
+            for position in start..<end {
+                providers[position].dependencies.forEachEdge { identity, _ in
+                    guard count < batch.count else { return }
+                    batch[count] = UInt(bitPattern: identity)
+                    count += 1
+                }
+            }
+            return table.touch(UnsafeMutableBufferPointer(rebasing: batch[..<count]), holders: true)
         }
     }
 

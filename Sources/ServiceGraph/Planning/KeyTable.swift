@@ -47,6 +47,33 @@ struct KeyTable: Sendable {
 
     /// How many keys the table holds: the next slot.
     var count: Int { identities.count }
+
+    /// How many keys a batch read ahead of lookups (``touch(_:holders:)``) has room for.
+    static let touchCapacity = 128
+
+    /// Reads the bucket of each identity in `batch` and, if `holders`, the identity its slot holds,
+    /// and returns what it read (for the caller to keep, so that the reads are not optimized away). In a
+    /// large table each lookup waits for memory, twice; reads made together, ahead of a batch of lookups,
+    /// wait together.
+    func touch(_ batch: UnsafeMutableBufferPointer<UInt>, holders: Bool) -> UInt {
+        var sum: UInt = 0
+        buckets.withUnsafeBufferPointer { buckets in
+            let shift = self.shift
+            // First the buckets, then the identities their slots hold: each pass's reads are independent.
+            for index in batch.indices {
+                let bucket = Int(truncatingIfNeeded: (batch[index] &* 0x9E37_79B9_7F4A_7C15) &>> shift)
+                batch[index] = UInt(bitPattern: Int(buckets[bucket]))
+            }
+            guard holders else {
+                for slot in batch { sum &+= slot }
+                return
+            }
+            identities.withUnsafeBufferPointer { identities in
+                for slot in batch where Int(bitPattern: slot) >= 0 { sum &+= identities[Int(bitPattern: slot)] }
+            }
+        }
+        return sum
+    }
 }
 
 /// The one probe loop of the key tables: ``KeyTable`` while planning, ``_GraphCore/slot(of:)`` (inlined
