@@ -217,7 +217,9 @@ struct SingletonBuild {
                 guard nextInOrder < order.count else { return }
                 slot = order[nextInOrder]
                 nextInOrder += 1
-                if nextInOrder & (Self.touchBatch - 1) == 0 { touchDependencies(of: order, from: nextInOrder) }
+                if nextInOrder & (Self.touchBatch - 1) == 0, order.count >= GraphPlan.touchThreshold {
+                    touchDependencies(of: order, from: nextInOrder)
+                }
                 // Cancellation is looked at every 64 services: a look costs as much as a small factory.
                 if nextInOrder & 63 == 0 { isCancelled = Task.isCancelled }
                 if lifetimes[slot] != .singleton { continue }

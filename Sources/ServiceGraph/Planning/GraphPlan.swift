@@ -78,7 +78,7 @@ struct GraphPlan: Sendable {
         // copy each registration, retaining its factory and dependency list.
         var touched: UInt = 0
         for index in registrations.indices {
-            if index & (Self.touchBatch - 1) == 0 {
+            if index & (Self.touchBatch - 1) == 0, registrations.count >= Self.touchThreshold {
                 touched &+= Self.touchKeys(of: registrations, after: index, in: table)
             }
             if registrations[index].isOverride || table.insert(registrations[index].keyID) != nil {
@@ -168,7 +168,7 @@ struct GraphPlan: Sendable {
         var edgeKinds: [_DependencyKind]?
         var absentOptionals: [(slot: Int, key: any ServiceKey.Type)] = []
         for slot in providers.indices {
-            if slot & (Self.touchBatch - 1) == 0 {
+            if slot & (Self.touchBatch - 1) == 0, providers.count >= Self.touchThreshold {
                 touched &+= Self.touchDependencyKeys(of: providers, after: slot, in: table)
             }
             dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
@@ -240,6 +240,8 @@ struct GraphPlan: Sendable {
     /// How many registrations ``touchKeys(of:after:in:)`` and ``touchDependencyKeys(of:after:in:)`` read
     /// ahead for, at a time.
     private static var touchBatch: Int { 16 }
+    /// From how many registrations on the reads ahead pay: below it, the key table stays in the caches.
+    static var touchThreshold: Int { 1 << 14 }
 
     /// Reads the key table's buckets for the keys of the batch of registrations after the one at
     /// `index` (see ``KeyTable/touch(_:holders:)``): inserting a million keys otherwise waits for memory
