@@ -220,12 +220,12 @@ extension _GraphCore {
         throw cannotResolveSynchronouslyError(slot)
     }
 
-    /// The singleton for `key` that the subscript did not find: one created on first use and created by
-    /// now, or a trap.
+    /// The box of the singleton for `key` that the subscript did not find: one created on first use and
+    /// created by now (its box stays in ``deferredSingletons`` while the core lives), or a trap.
     @usableFromInline
-    func createdDeferredOrTrap<Key: ServiceKey>(_ key: Key.Type) -> Key.Value {
+    func createdDeferredBoxOrTrap<Key: ServiceKey>(_ key: Key.Type) -> Unmanaged<_AnyBox> {
         if let slot = slot(of: key), isDeferred(slot), let box = deferredSingletons?.createdBox(at: slot) {
-            return box.value(as: Key.Value.self)
+            return box.box
         }
         trapNotSingleton(key)
     }

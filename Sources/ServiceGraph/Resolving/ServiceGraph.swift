@@ -90,10 +90,16 @@ public final class ServiceGraph: Sendable {
     @inlinable
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
         @inline(__always) get {
-            guard let slot = _core.slot(of: key), let value = _core.singleton(at: slot, as: Key.Value.self) else {
-                return _core.createdDeferredOrTrap(key)
+            // The two paths meet at the box, which the core holds, not at the value: a value returned by
+            // the slow path would be owned, and the fast path would then retain the value to match it,
+            // where a caller that only borrows it needs no retain at all.
+            let box: Unmanaged<_AnyBox>
+            if let slot = _core.slot(of: key), let created = _core.buffers.singletonBox(at: slot) {
+                box = created
+            } else {
+                box = _core.createdDeferredBoxOrTrap(key)
             }
-            return value
+            return _GraphCore._Buffers.value(in: box, as: Key.Value.self)
         }
     }
 

@@ -33,10 +33,14 @@ public final class ServiceScope: Sendable {
     /// - Complexity: O(1), no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
         let core = _body._core
-        guard let slot = core.slot(of: key), let value = core.singleton(at: slot, as: Key.Value.self) else {
-            return core.createdDeferredOrTrap(key)
+        // As the graph's subscript: the paths meet at the box, which the core holds.
+        let box: Unmanaged<_AnyBox>
+        if let slot = core.slot(of: key), let created = core.buffers.singletonBox(at: slot) {
+            box = created
+        } else {
+            box = core.createdDeferredBoxOrTrap(key)
         }
-        return value
+        return _GraphCore._Buffers.value(in: box, as: Key.Value.self)
     }
 
     /// Resolves `key` in this scope: the scope's instance of a scoped service (created on first use),
