@@ -453,7 +453,7 @@ struct DecoratorHostileTests {
         scopeHolder.fill(scope)
         defer { scopeHolder.fill(nil) }
         let scopedError = await #expect(throws: ServiceGraphError.self) {
-            try await withDeadline(.seconds(20)) { try await scope.resolve(DHSessionKey.self) }
+            try await withDeadline { try await scope.resolve(DHSessionKey.self) }
         }
         #expect(scopedError?.codes == [.reentrantResolution], "\(String(describing: scopedError))")
         #expect(scopedCalls.count == 1)

@@ -355,7 +355,7 @@ struct LazyHostileTests {
             let made = Tally()
             let graph = try await lhHeavyBuilder(log: log, made: made).build()
             let screen = graph[LHScreenKey.self]
-            let pair = try await withDeadline(.seconds(20)) {
+            let pair = try await withDeadline {
                 async let viaHandle = screen.lazy.value
                 async let viaGraph = graph.resolve(LHHeavyKey.self)
                 return try await (viaHandle, viaGraph)
@@ -756,16 +756,16 @@ struct LazyHostileTests {
         builder.provide(LHHangingHolderKey.self, dependsOn: Lazy<LHHangingKey>.self) { LHHolds(lazy: $0) }
         let graph = try await builder.build()
         let holder = graph[LHHangingHolderKey.self]
-        let error = try await withDeadline(.seconds(20)) {
+        let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { try await holder.lazy.value }
         }
         #expect(error?.codes == [.factoryTimedOut])
         #expect(error?.problems.first?.key == "LHHangingKey")
         #expect(!holder.lazy.isMade)
-        let retried = try await withDeadline(.seconds(20)) { try await holder.lazy.value }
+        let retried = try await withDeadline { try await holder.lazy.value }
         #expect(retried.name == "Hanging#2")
         #expect(try await graph.resolve(LHHangingKey.self) === retried)
-        try await withDeadline(.seconds(20)) { try await graph.shutdown() }
+        try await withDeadline { try await graph.shutdown() }
         #expect(log.count(of: "willRemove Hanging#2") == 1)
         await gate.open()
         try await Task.sleep(for: .milliseconds(50))
@@ -788,7 +788,7 @@ struct LazyHostileTests {
         let graph = try await builder.build()
         let holder = graph[LHHangingHolderKey.self]
         // Many users at once: all get the timeout, none waits forever.
-        let outcomes = try await withDeadline(.seconds(20)) {
+        let outcomes = try await withDeadline {
             await withTaskGroup(of: LHOutcome.self) { group in
                 for index in 0..<20 {
                     group.addTask {
@@ -808,7 +808,7 @@ struct LazyHostileTests {
             }
             #expect(codes == [.factoryTimedOut])
         }
-        try await withDeadline(.seconds(20)) { try await graph.shutdown() }
+        try await withDeadline { try await graph.shutdown() }
         let late = await #expect(throws: ServiceGraphError.self) { try await holder.lazy.value }
         #expect(late?.codes == [.graphShutDown])
         await gate.open()
@@ -1333,7 +1333,7 @@ struct LazyHostileTests {
         }
         let graph = try await builder.build()
         #expect(made.count == 0)
-        try await withDeadline(.seconds(20)) { try await graph.shutdown() }
+        try await withDeadline { try await graph.shutdown() }
         let outcome = try #require(log.all.first { $0.hasPrefix("TeardownUser ") }, "\(log.all)")
         if outcome == "TeardownUser got Heavy" {
             // Made during shutdown: then started and removed once, before the store it uses.
@@ -1368,13 +1368,13 @@ struct LazyHostileTests {
         defer { graph.fill(nil) }
         // The holder is only reached from Y, itself created on first use: resolved, not read.
         let holder = try await graph.value.resolve(LHSneakyXHolderKey.self)
-        let error = try await withDeadline(.seconds(20)) {
+        let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { try await holder.lazy.value }
         }
         #expect(error?.codes == [.reentrantResolution], "\(String(describing: error))")
         #expect(attempts.count == 1, "refused, not retried in a loop")
         #expect(!holder.lazy.isMade)
-        try await withDeadline(.seconds(20)) { try await graph.value.shutdown() }
+        try await withDeadline { try await graph.value.shutdown() }
     }
 
     @Test func anEagerSingletonUsingAHandleWhileItsTargetsDependencyIsStillBuildingWaitsForIt() async throws {
@@ -1396,7 +1396,7 @@ struct LazyHostileTests {
             LHHolds(lazy: lazy)
         }
         let frozen = builder
-        let graph = try await withDeadline(.seconds(20)) { try await frozen.build() }
+        let graph = try await withDeadline { try await frozen.build() }
         #expect(graph[LHIndexKey.self].name == "Index of Heavy on Store")
         #expect(log.count(of: "init Store") == 1, "the store is made once, by the build")
         #expect(log.count(of: "init Heavy on Store") == 1)
@@ -1421,7 +1421,7 @@ struct LazyHostileTests {
             throw TestFailure("the build fails after the heavy service was made")
         }
         let frozen = builder
-        let error = try await withDeadline(.seconds(20)) {
+        let error = try await withDeadline {
             await #expect(throws: ServiceGraphError.self) { _ = try await frozen.build() }
         }
         #expect(error?.codes == [.factoryFailed])

@@ -490,7 +490,7 @@ struct ScopeKindHostileTests {
             let unexpected = Locked<[String]>([])
             let requests = Locked<[ServiceScope]>([])
             let started = Tally()
-            try await withDeadline(.seconds(20)) {
+            try await withDeadline {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for id in 0..<64 {
                         group.addTask {
@@ -539,7 +539,7 @@ struct ScopeKindHostileTests {
                 scopes += [request, step]
             }
             let closing = scopes.shuffled()
-            try await withDeadline(.seconds(10)) {
+            try await withDeadline {
                 await withTaskGroup(of: Void.self) { group in
                     for scope in closing {
                         group.addTask {
@@ -582,7 +582,7 @@ struct ScopeKindHostileTests {
             _ = try await session.resolve(SKCartKey.self)
             let unexpected = Locked<[String]>([])
             let opened = Locked<[ServiceScope]>([])
-            try await withDeadline(.seconds(20)) {
+            try await withDeadline {
                 await withTaskGroup(of: Void.self) { group in
                     for worker in 0..<8 {
                         group.addTask {
@@ -617,7 +617,7 @@ struct ScopeKindHostileTests {
                     }
                 }
             }
-            try await withDeadline(.seconds(10)) { try await graph.shutdown() }
+            try await withDeadline { try await graph.shutdown() }
             #expect(unexpected.withLock { $0 }.isEmpty, "round \(round)")
             #expect(opened.withLock { $0 }.allSatisfy { $0.isClosed } && session.isClosed && app.isClosed)
             let entries = log.all
@@ -646,7 +646,7 @@ struct ScopeKindHostileTests {
             let opened = Locked<[ServiceScope]>([])
             let unexpected = Locked<[String]>([])
             let refused = Tally()
-            try await withDeadline(.seconds(20)) {
+            try await withDeadline {
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask {
                         do { try await app.close() } catch { unexpected.withLock { $0.append("app: \(error)") } }
@@ -736,7 +736,7 @@ struct ScopeKindHostileTests {
             }
             // Logout right away, while the dropped request's hooks may still be running in the background.
             try await session.close()
-            try await withDeadline(.seconds(10)) { try await graph.shutdown() }
+            try await withDeadline { try await graph.shutdown() }
             #expect(
                 skRemovals(log) == [
                     "willRemove Step(1) of Checkout(1) of Cart(ada)",
@@ -770,7 +770,7 @@ struct ScopeKindHostileTests {
                 }
                 #expect(open.count == (dropWholeTreeAtOnce ? 6 : 0))
             }
-            try await withDeadline(.seconds(10)) { try await graph.shutdown() }
+            try await withDeadline { try await graph.shutdown() }
             let entries = log.all
             skExpectBalanced(entries)
             #expect(skRemovals(log).count == 9)
@@ -805,7 +805,7 @@ struct ScopeKindHostileTests {
             #expect(try await request?.resolve(SKCheckoutKey.self).name == "Checkout(1) of Cart(ada)")
             #expect(log.count(of: "didAdd Cart(ada)") == 1, "the session's cart, still there")
             request = nil
-            try await withDeadline(.seconds(10)) { try await graph.shutdown() }
+            try await withDeadline { try await graph.shutdown() }
             #expect(
                 skRemovals(log) == [
                     "willRemove Checkout(1) of Cart(ada)", "willRemove Cart(ada)", "willRemove AppCache(cfg)",
