@@ -41,8 +41,6 @@ struct SingletonBuild {
     private var adopted: [_AnyBox?]
     private(set) var log: BuildLog
     private var problems: [ServiceGraphError.Problem] = []
-    /// What ``touchDependencies(of:)`` read, kept so that its reads are not optimized away.
-    private var touched: UInt = 0
     private let clock = ContinuousClock()
     private let inbox = BuildInbox()
 
@@ -217,7 +215,7 @@ struct SingletonBuild {
                 guard nextInOrder < order.count else { return }
                 slot = order[nextInOrder]
                 nextInOrder += 1
-                if nextInOrder & (Self.touchBatch - 1) == 0, order.count >= GraphPlan.touchThreshold {
+                if ReadAhead.startsBatch(nextInOrder, of: order.count) {
                     touchDependencies(of: order, from: nextInOrder)
                 }
                 // Cancellation is looked at every 64 services: a look costs as much as a small factory.
@@ -239,20 +237,17 @@ struct SingletonBuild {
         }
     }
 
-    /// How many services ``touchDependencies(of:from:)`` reads ahead for, at a time.
-    private static var touchBatch: Int { 16 }
-
     /// Reads the created instances that the services of `order` one batch after `position` depend on,
     /// and the first word of each: in a large graph they are far apart in memory, and reads made
     /// together wait for memory together, where the factories' own reads, one dependency after the
     /// other, would wait once each.
-    private mutating func touchDependencies(of order: [Int], from position: Int) {
-        let start = position &+ Self.touchBatch
-        let end = min(start &+ Self.touchBatch, order.count)
+    private func touchDependencies(of order: [Int], from position: Int) {
+        let start = position &+ ReadAhead.batch
+        let end = min(start &+ ReadAhead.batch, order.count)
         guard start < end else { return }
         let buffers = core.buffers
         var sum: UInt = 0
-        withUnsafeTemporaryAllocation(of: UInt.self, capacity: 8 * Self.touchBatch) { words in
+        withUnsafeTemporaryAllocation(of: UInt.self, capacity: 8 * ReadAhead.batch) { words in
             var count = 0
             // First the instances' words, then what they point at: each pass's reads are independent.
             for index in start..<end {
@@ -269,7 +264,7 @@ struct SingletonBuild {
                 sum &+= object.load(as: UInt.self)
             }
         }
-        touched &+= sum
+        ReadAhead.keep(sum)
     }
 
     /// Starts the service at `slot`: a synchronous factory is run here, its instance finished or, if

@@ -76,10 +76,9 @@ struct GraphPlan: Sendable {
         var isPlain = true
         // Fields are read in place (`registrations[index].isOverride`): a `for in` over the list would
         // copy each registration, retaining its factory and dependency list.
-        var touched: UInt = 0
         for index in registrations.indices {
-            if index & (Self.touchBatch - 1) == 0, registrations.count >= Self.touchThreshold {
-                touched &+= Self.touchKeys(of: registrations, after: index, in: table)
+            if ReadAhead.startsBatch(index, of: registrations.count) {
+                ReadAhead.keep(Self.touchKeys(of: registrations, after: index, in: table))
             }
             if registrations[index].isOverride || table.insert(registrations[index].keyID) != nil {
                 isPlain = false
@@ -168,8 +167,8 @@ struct GraphPlan: Sendable {
         var edgeKinds: [_DependencyKind]?
         var absentOptionals: [(slot: Int, key: any ServiceKey.Type)] = []
         for slot in providers.indices {
-            if slot & (Self.touchBatch - 1) == 0, providers.count >= Self.touchThreshold {
-                touched &+= Self.touchDependencyKeys(of: providers, after: slot, in: table)
+            if ReadAhead.startsBatch(slot, of: providers.count) {
+                ReadAhead.keep(Self.touchDependencyKeys(of: providers, after: slot, in: table))
             }
             dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
             if mayHaveWrappers, edgeKinds == nil, providers[slot].dependencies.hasWrappers {
@@ -204,7 +203,6 @@ struct GraphPlan: Sendable {
         dependencyStart.append(Int32(truncatingIfNeeded: dependencyTargets.count))
         let edges = Edges(dependencyStart: dependencyStart, dependencyTargets: dependencyTargets)
 
-        withExtendedLifetime(touched) {}
         self.providers = providers
         self.edges = edges
         self.table = table
@@ -237,20 +235,14 @@ struct GraphPlan: Sendable {
         }
     }
 
-    /// How many registrations ``touchKeys(of:after:in:)`` and ``touchDependencyKeys(of:after:in:)`` read
-    /// ahead for, at a time.
-    private static var touchBatch: Int { 16 }
-    /// From how many registrations on the reads ahead pay: below it, the key table stays in the caches.
-    static var touchThreshold: Int { 1 << 14 }
-
     /// Reads the key table's buckets for the keys of the batch of registrations after the one at
     /// `index` (see ``KeyTable/touch(_:holders:)``): inserting a million keys otherwise waits for memory
     /// once per key.
     private static func touchKeys(of registrations: RegistrationList, after index: Int, in table: KeyTable) -> UInt {
-        let start = index + touchBatch
-        let end = min(start + touchBatch, registrations.count)
+        let start = index + ReadAhead.batch
+        let end = min(start + ReadAhead.batch, registrations.count)
         guard start < end else { return 0 }
-        return withUnsafeTemporaryAllocation(of: UInt.self, capacity: touchBatch) { batch in
+        return withUnsafeTemporaryAllocation(of: UInt.self, capacity: ReadAhead.batch) { batch in
             for position in start..<end {
                 batch[position - start] = UInt(bitPattern: registrations[position].keyID)
             }
@@ -263,8 +255,8 @@ struct GraphPlan: Sendable {
     /// waits for memory twice per edge.
     private static func touchDependencyKeys(of providers: RegistrationList, after slot: Int, in table: KeyTable) -> UInt
     {
-        let start = slot + touchBatch
-        let end = min(start + touchBatch, providers.count)
+        let start = slot + ReadAhead.batch
+        let end = min(start + ReadAhead.batch, providers.count)
         guard start < end else { return 0 }
         return withUnsafeTemporaryAllocation(of: UInt.self, capacity: KeyTable.touchCapacity) { batch in
             var count = 0

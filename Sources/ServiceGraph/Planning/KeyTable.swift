@@ -61,8 +61,7 @@ struct KeyTable: Sendable {
             let shift = self.shift
             // First the buckets, then the identities their slots hold: each pass's reads are independent.
             for index in batch.indices {
-                let bucket = Int(truncatingIfNeeded: (batch[index] &* 0x9E37_79B9_7F4A_7C15) &>> shift)
-                batch[index] = UInt(bitPattern: Int(buckets[bucket]))
+                batch[index] = UInt(bitPattern: Int(buckets[_KeyProbe.home(of: batch[index], shift: shift)]))
             }
             guard holders else {
                 for slot in batch { sum &+= slot }
@@ -76,7 +75,7 @@ struct KeyTable: Sendable {
     }
 }
 
-/// The one probe loop of the key tables: ``KeyTable`` while planning, ``_GraphCore/slot(of:)`` (inlined
+/// The one hash and probe loop of the key tables: ``KeyTable`` while planning, ``_GraphCore/slot(of:)`` (inlined
 /// into every resolve) once built.
 @usableFromInline
 enum _KeyProbe {
@@ -85,6 +84,13 @@ enum _KeyProbe {
     /// `bits`, or the empty bucket where it belongs.
     ///
     /// - Complexity: O(1) on average.
+    /// The bucket where the probe for `bits` starts, in a table of 2^(64 - shift) buckets.
+    @inlinable
+    @inline(__always)
+    static func home(of bits: UInt, shift: UInt) -> Int {
+        Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) &>> shift)
+    }
+
     @inlinable
     @inline(__always)
     static func bucket<Buckets: RandomAccessCollection<Int32>, Identities: RandomAccessCollection<UInt>>(
@@ -94,7 +100,7 @@ enum _KeyProbe {
         shift: UInt
     ) -> Int where Buckets.Index == Int, Identities.Index == Int {
         let mask = buckets.count &- 1
-        var index = Int(truncatingIfNeeded: (bits &* 0x9E37_79B9_7F4A_7C15) &>> shift)
+        var index = home(of: bits, shift: shift)
         while true {
             let slot = buckets[index]
             if slot < 0 || identities[Int(truncatingIfNeeded: slot)] == bits { return index }
