@@ -12,7 +12,7 @@ struct LargeRandomGraphTests {
     /// graph's values against the same sums computed here.
     @Test func everyServiceIsMadeFromItsOwnDependencies() async throws {
         let count = 20_000
-        var generator = SplitMix(state: 2_026)
+        var generator = SplitMix64(seed: 2_026)
         func isTransient(_ index: Int) -> Bool { index % 8 == 7 }
         var dependencies: [[Int]] = []
         var expected: [Int] = []
@@ -51,18 +51,5 @@ struct LargeRandomGraphTests {
         #expect(wrong.isEmpty, "services made from the wrong dependencies: \(wrong.prefix(10))")
         #expect(graph.initializationOrder.count == count - count / 8)
         try await graph.shutdown()
-    }
-
-    /// SplitMix64: a seeded generator, so that a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }

@@ -89,18 +89,7 @@ public final class ServiceGraph: Sendable {
     /// - Complexity: O(1): a table lookup and an array read, no lock.
     @inlinable
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        @inline(__always) get {
-            // The two paths meet at the box, which the core holds, not at the value: a value returned by
-            // the slow path would be owned, and the fast path would then retain the value to match it,
-            // where a caller that only borrows it needs no retain at all.
-            let box: Unmanaged<_AnyBox>
-            if let slot = _core.slot(of: key), let created = _core.buffers.singletonBox(at: slot) {
-                box = created
-            } else {
-                box = _core.createdDeferredBoxOrTrap(key)
-            }
-            return _GraphCore._Buffers.value(in: box, as: Key.Value.self)
-        }
+        @inline(__always) get { _core.singletonOrTrap(key) }
     }
 
     /// Resolves `key` without suspending: a singleton, or a transient service whose factory chain is

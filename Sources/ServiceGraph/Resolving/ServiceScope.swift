@@ -32,15 +32,7 @@ public final class ServiceScope: Sendable {
     ///
     /// - Complexity: O(1), no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        let core = _body._core
-        // As the graph's subscript: the paths meet at the box, which the core holds.
-        let box: Unmanaged<_AnyBox>
-        if let slot = core.slot(of: key), let created = core.buffers.singletonBox(at: slot) {
-            box = created
-        } else {
-            box = core.createdDeferredBoxOrTrap(key)
-        }
-        return _GraphCore._Buffers.value(in: box, as: Key.Value.self)
+        _body._core.singletonOrTrap(key)
     }
 
     /// Resolves `key` in this scope: the scope's instance of a scoped service (created on first use),

@@ -347,6 +347,23 @@ extension _GraphCore {
         buffers.singleton(at: slot, as: type)
     }
 
+    /// The singleton for `key`, or a trap: the subscripts of the graph and of a scope.
+    ///
+    /// The two paths meet at the box, which the core holds, not at the value: a value returned by the
+    /// slow path would be owned, and the fast path would then retain the value to match it, where a
+    /// caller that only borrows it needs no retain at all.
+    @inlinable
+    @inline(__always)
+    func singletonOrTrap<Key: ServiceKey>(_ key: Key.Type) -> Key.Value {
+        let box: Unmanaged<_AnyBox>
+        if let slot = slot(of: key), let created = buffers.singletonBox(at: slot) {
+            box = created
+        } else {
+            box = createdDeferredBoxOrTrap(key)
+        }
+        return _Buffers.value(in: box, as: Key.Value.self)
+    }
+
     /// Stores a created singleton. Only the build's coordinator calls this, once per slot, before any
     /// reader of that slot exists (its dependents start after the write, and the graph is returned after
     /// the build): the slots need no synchronization.
