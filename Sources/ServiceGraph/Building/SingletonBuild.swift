@@ -295,10 +295,8 @@ struct SingletonBuild {
         let end = clock.now
         let elapsed = lap.duration(to: end)
         lap = end
-        // A plain test first: making the hooks' existential is for the instances that have them.
-        let claim =
-            factory.hasHooks(box)
-            ? factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true) : .none
+        // `claimHooks` tests for hooks first: making the hooks' existential is for the instances that have them.
+        let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true)
         switch claim {
         case .claimed(let hooks):
             running[slot] = UnretainingTask.start { [core, inbox] in
