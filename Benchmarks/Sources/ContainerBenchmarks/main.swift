@@ -132,6 +132,15 @@ let swinjectSynchronized = swinject.synchronize()
 let reader = DependenciesReader()
 let graph = try await ServiceGraphContender.builder().build()
 
+if arguments.contains("--async") {
+    // Only the async-resolve rows.
+    for row in try await asyncResolveRows(effort, graph: graph, handWired: handWired) {
+        record(row.scenario, row.contender, row.median, note: row.note)
+    }
+    printTable(results)
+    exit(0)
+}
+
 print("Scenario: singleton read")
 record("singleton read", "hand-wired", measure(effort) { n in for _ in 0..<n { blackHole(handWired.logger) } })
 record(

@@ -150,7 +150,10 @@ public final class ServiceGraph: Sendable {
         return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: nil), as: Key.Value.self)
     }
 
+    /// The slot of `key` in a running graph. Inlined, so that a created singleton's `resolve` is the
+    /// probe and the read the subscript makes, with no call before them.
     @inlinable
+    @inline(__always)
     func _resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
         guard let slot = _core.slot(of: key) else { throw _core.notFoundError(key) }
         guard !_core.isShutDown() else { throw _core.shutDownError(key) }

@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// The immutable heart of a built graph: the key table, the flat edge list, the factories and the
 /// singletons, and with its key identities (``_KeyIdentities``) the only owner of raw memory in the
@@ -66,7 +66,8 @@ final class _GraphCore: @unchecked Sendable {
     /// Where `resolveSynchronously` keeps the services the current thread is making.
     let threadTrail = _ThreadTrail.Slot.shared
     /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
-    private let shutDownFlag = Atomic<Bool>(false)
+    @usableFromInline
+    let shutDownFlag = Atomic<Bool>(false)
     /// The singletons in the order they were created (a topological order), released in reverse: the
     /// graph's one creation order (``creationOrder``). Written only by the build's coordinator, before
     /// the graph is published, so no two accesses can overlap: the run-time exclusivity check (one per
@@ -276,9 +277,10 @@ final class _GraphCore: @unchecked Sendable {
         return RegistrationSite(fileID: files[Int(record.fileIndex)].description, line: Int(record.line))
     }
 
-    /// Whether the graph has shut down; out of line, so the flag's atomic type stays out of the
-    /// inlinable resolve path's signature (a call and a relaxed load).
-    @usableFromInline
+    /// Whether the graph has shut down: a relaxed load, inlined in every `resolve` (a call would cost a
+    /// created singleton's `resolve` more than the rest of it).
+    @inlinable
+    @inline(__always)
     func isShutDown() -> Bool {
         shutDownFlag.load(ordering: .relaxed)
     }
