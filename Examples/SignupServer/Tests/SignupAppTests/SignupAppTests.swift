@@ -48,10 +48,12 @@ func temporaryDatabasePath() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("signups-\(UUID().uuidString).sqlite").path
 }
 
-/// The application's graph with the repository in memory: nothing touches the database file.
+/// The application's graph with the repository in memory: nothing touches a database file. The
+/// database service still opens its connection when the graph is built, to SQLite's in-memory storage,
+/// so a test leaves no file behind.
 func inMemoryBuilder() -> ServiceGraph.Builder {
     var builder = makeAppBuilder(
-        configuration: AppConfiguration(databasePath: temporaryDatabasePath()),
+        configuration: AppConfiguration(databasePath: ":memory:"),
         logger: quietLogger
     )
     let repository = InMemorySignupRepository()
