@@ -14,12 +14,16 @@
 /// }
 /// ```
 public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
+    /// The hash of ``names``, first so that the synthesized `==` compares it first: opening a scope
+    /// finds its kind among the graph's by `==`, and kinds with different names then differ by one
+    /// integer comparison, not by comparing their strings.
+    private let fingerprint: Int
     /// The kind's name, then its parents' names, innermost first.
     let names: [String]
 
     /// A kind named `name`, opened from scopes of `parent`, or from the graph when `parent` is nil.
     public init(_ name: String, inside parent: ScopeKind? = nil) {
-        names = [name] + (parent?.names ?? [])
+        self.init(names: [name] + (parent?.names ?? []))
     }
 
     /// The kind of the scoped services and seeds registered outside ``ServiceGraph/Builder/inScope(_:_:)``,
@@ -46,6 +50,7 @@ public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
     }
 
     private init(names: [String]) {
+        self.fingerprint = names.hashValue
         self.names = names
     }
 

@@ -235,10 +235,11 @@ public final class ServiceGraph: Sendable {
             ? .exact(seeds) : .placed(try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind)))
         // Names only for a listener, and made outside the lock (a key's name may run the key's code). The
         // seeds placed are the kind's, in slot order.
-        let seedSlots = _core.seedSlots(ofKind: kind)
-        let names =
-            _core.events.isEnabled(.scopeOpened) && !seedSlots.isEmpty
-            ? seedSlots.map { _core.name($0) }.joined(separator: ", ") : nil
+        var names: String?
+        if _core.events.isEnabled(.scopeOpened) {
+            let seedSlots = _core.seedSlots(ofKind: kind)
+            if !seedSlots.isEmpty { names = seedSlots.map { _core.name($0) }.joined(separator: ", ") }
+        }
         do {
             return try state.withLock { state throws(ServiceGraphError) in
                 guard !state.shutdown.hasStarted else {
