@@ -111,6 +111,14 @@ extension _GraphCore {
         ServiceGraphError(notFound(Key.serviceName, valueType: Key.valueTypeID, key: key))
     }
 
+    /// The error for a `resolve` of `key` that cannot go on: `key` missing from the graph
+    /// (`isProvided` false), or the graph shut down. One cold call for both, which every inlined
+    /// `resolve` carries.
+    @usableFromInline
+    func unresolvableError<Key: ServiceKey>(_ key: Key.Type, isProvided: Bool) -> ServiceGraphError {
+        isProvided ? shutDownError(key) : notFoundError(key)
+    }
+
     @usableFromInline
     func shutDownError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
         ServiceGraphError(shutDownProblem(Key.serviceName))

@@ -155,8 +155,10 @@ public final class ServiceGraph: Sendable {
     @inlinable
     @inline(__always)
     func _resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {
-        guard let slot = _core.slot(of: key) else { throw _core.notFoundError(key) }
-        guard !_core.isShutDown() else { throw _core.shutDownError(key) }
+        let found = _core.slot(of: key)
+        guard let slot = found, !_core.isShutDown() else {
+            throw _core.unresolvableError(key, isProvided: found != nil)
+        }
         return slot
     }
 

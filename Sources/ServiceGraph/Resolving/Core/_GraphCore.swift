@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 
 /// The immutable heart of a built graph: the key table, the flat edge list, the factories and the
 /// singletons, and with its key identities (``_KeyIdentities``) the only owner of raw memory in the
@@ -67,7 +67,7 @@ final class _GraphCore: @unchecked Sendable {
     let threadTrail = _ThreadTrail.Slot.shared
     /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
     @usableFromInline
-    let shutDownFlag = Atomic<Bool>(false)
+    let shutDownFlag = _ShutDownFlag()
     /// The singletons in the order they were created (a topological order), released in reverse: the
     /// graph's one creation order (``creationOrder``). Written only by the build's coordinator, before
     /// the graph is published, so no two accesses can overlap: the run-time exclusivity check (one per
@@ -282,12 +282,12 @@ final class _GraphCore: @unchecked Sendable {
     @inlinable
     @inline(__always)
     func isShutDown() -> Bool {
-        shutDownFlag.load(ordering: .relaxed)
+        shutDownFlag.isSet
     }
 
     /// Makes every later `resolve` throw ``ServiceGraphError/Code/graphShutDown``.
     func markShutDown() {
-        shutDownFlag.store(true, ordering: .releasing)
+        shutDownFlag.set()
     }
 
     /// The slot of `key`, or nil.
