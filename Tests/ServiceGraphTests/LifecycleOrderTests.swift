@@ -97,43 +97,6 @@ struct LifecycleOrderTests {
         #expect(throws: ServiceGraphError.self) { try graph.makeScope() }
     }
 
-    /// A created singleton's `resolve` has a fast path of its own, inlined in the caller: it must refuse
-    /// a graph that is shutting down while the singleton still exists (A, asked for by B's `willRemove`
-    /// before A's own turn comes).
-    @Test func aCreatedSingletonIsRefusedWhileTheGraphShutsDown() async throws {
-        let log = EventLog()
-        let graphHolder = Locked<ServiceGraph?>(nil)
-        let outcomes = Locked<[String]>([])
-        var builder = ServiceGraph.Builder()
-        builder.provide(ServiceA.self) { HookedService("A", log: log) }
-        builder.provide(RemovalProbeKey.self, dependsOn: ServiceA.self) { _ in
-            RemovalProbe("B", log: log) {
-                guard let graph = graphHolder.withLock({ $0 }) else { return }
-                let asynchronous: String
-                do {
-                    asynchronous = "resolved \(try await graph.resolve(ServiceA.self).name)"
-                } catch {
-                    asynchronous = "\((error as? ServiceGraphError)?.codes ?? [])"
-                }
-                let synchronous: String
-                do {
-                    synchronous = "resolved \(try graph.resolveSynchronously(ServiceA.self).name)"
-                } catch {
-                    synchronous = "\((error as? ServiceGraphError)?.codes ?? [])"
-                }
-                outcomes.withLock { $0 += [asynchronous, synchronous] }
-            }
-        }
-        let graph = try await builder.build()
-        #expect(try await graph.resolve(ServiceA.self).name == "A")
-        graphHolder.withLock { $0 = graph }
-        try await graph.shutdown()
-        graphHolder.withLock { $0 = nil }
-        let refused = "\([ServiceGraphError.Code.graphShutDown])"
-        #expect(outcomes.withLock { $0 } == [refused, refused])
-        #expect(try #require(log.index(of: "willRemove B")) < #require(log.index(of: "willRemove A")))
-    }
-
     @Test func instancesAreReleasedWhenTheGraphIsDropped() async throws {
         let log = EventLog()
         let registry = WeakRegistry()
@@ -145,23 +108,5 @@ struct LifecycleOrderTests {
         #expect(registry.alive == 2)
         graph = nil
         #expect(registry.alive == 0)
-    }
-}
-
-private enum RemovalProbeKey: ServiceKey { typealias Value = RemovalProbe }
-
-/// A service whose `willRemove` runs `probe` (after logging it), to act on the graph as it shuts down.
-private final class RemovalProbe: LifecycleHooks, Sendable {
-    let inner: HookedService
-    let probe: @Sendable () async -> Void
-
-    init(_ name: String, log: EventLog, probe: @escaping @Sendable () async -> Void) {
-        inner = HookedService(name, log: log)
-        self.probe = probe
-    }
-
-    func willRemove() async throws {
-        try await inner.willRemove()
-        await probe()
     }
 }

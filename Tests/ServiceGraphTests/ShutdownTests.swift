@@ -225,4 +225,58 @@ struct ShutdownTests {
         #expect(try await scope.resolve(StringKey.self) == "scoped 42")
         try await scope.close()
     }
+
+    /// A singleton that still exists while the graph shuts down (A, asked for by B's `willRemove`,
+    /// before A's own turn) is refused by `resolve` and `resolveSynchronously` alike: their check of
+    /// the shutdown flag, inlined in the caller, comes before any read of the singleton.
+    @Test func aSingletonStillAliveDuringShutdownIsRefused() async throws {
+        let log = EventLog()
+        let graphHolder = Locked<ServiceGraph?>(nil)
+        let outcomes = Locked<[[ServiceGraphError.Code]]>([])
+        @Sendable func outcome(_ body: () async throws -> HookedService) async -> [ServiceGraphError.Code] {
+            do {
+                _ = try await body()
+                return []
+            } catch {
+                return (error as? ServiceGraphError)?.codes ?? []
+            }
+        }
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(RemovalProbeKey.self, dependsOn: ServiceA.self) { _ in
+            RemovalProbe("B", log: log) {
+                guard let graph = graphHolder.withLock({ $0 }) else { return }
+                log.record("B asks for A")
+                let asynchronous = await outcome { try await graph.resolve(ServiceA.self) }
+                let synchronous = await outcome { try graph.resolveSynchronously(ServiceA.self) }
+                outcomes.withLock { $0 += [asynchronous, synchronous] }
+            }
+        }
+        let graph = try await builder.build()
+        // Held by the probe's closure only for the shutdown: the graph holds the probe.
+        graphHolder.withLock { $0 = graph }
+        defer { graphHolder.withLock { $0 = nil } }
+        #expect(try await graph.resolve(ServiceA.self).name == "A")
+        try await graph.shutdown()
+        #expect(outcomes.withLock { $0 } == [[.graphShutDown], [.graphShutDown]])
+        #expect(try #require(log.index(of: "B asks for A")) < #require(log.index(of: "willRemove A")))
+    }
+}
+
+private enum RemovalProbeKey: ServiceKey { typealias Value = RemovalProbe }
+
+/// A service whose `willRemove` runs `probe` (after logging it), to act on the graph as it shuts down.
+private final class RemovalProbe: LifecycleHooks, Sendable {
+    let inner: HookedService
+    let probe: @Sendable () async -> Void
+
+    init(_ name: String, log: EventLog, probe: @escaping @Sendable () async -> Void) {
+        inner = HookedService(name, log: log)
+        self.probe = probe
+    }
+
+    func willRemove() async throws {
+        try await inner.willRemove()
+        await probe()
+    }
 }
