@@ -134,6 +134,7 @@ let graph = try await ServiceGraphContender.builder().build()
 
 if arguments.contains("--async") {
     // Only the async-resolve rows.
+    print("Scenario: async resolve against the synchronous read, from the main actor and the global executor")
     for row in try await asyncResolveRows(effort, graph: graph, handWired: handWired) {
         record(row.scenario, row.contender, row.median, note: row.note)
     }

@@ -140,9 +140,30 @@ public final class ServiceGraph: Sendable {
     @inlinable
     @inline(__always)
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        let slot = try _resolvableSlot(of: key)
-        // A singleton, or a transient whose whole chain is synchronous, is made here, in the caller,
-        // as `resolveSynchronously` makes it: no asynchronous call unless a factory must be awaited.
+        let found = _core.slot(of: key)
+        // The fast path, while the graph runs and resolves send no events (one test of one word): a
+        // created singleton is the probe and the read the subscript makes; a transient whose whole
+        // chain is synchronous is made here, in the caller, as `resolveSynchronously` makes it.
+        if let slot = found, _core.allowsFastResolve {
+            if let box = _core.buffers.singletonBox(at: slot) {
+                return _GraphCore._Buffers.value(in: box, as: Key.Value.self)
+            }
+            if _core.resolvesSynchronously(slot) { return try _core.valueSynchronously(at: slot, as: key, in: nil) }
+            return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: nil), as: Key.Value.self)
+        }
+        return try await _resolveOffTheFastPath(key, found: found)
+    }
+
+    /// `resolve` of a key the graph does not provide, after shutdown, or with resolve events on.
+    @inlinable
+    nonisolated(nonsending) func _resolveOffTheFastPath<Key: ServiceKey>(
+        _ key: Key.Type,
+        found: Int?
+    ) async throws -> Key.Value {
+        guard let slot = found, !_core.isShutDown() else {
+            throw _core.unresolvableError(key, isProvided: found != nil)
+        }
+        // No asynchronous call unless a factory must be awaited, as on the fast path.
         if _core.resolvesSynchronously(slot) {
             if _core.reportsResolves { return try _core.valueSynchronouslyReporting(at: slot, as: key, in: nil) }
             return try _core.valueSynchronously(at: slot, as: key, in: nil)

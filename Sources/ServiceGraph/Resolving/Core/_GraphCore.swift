@@ -65,9 +65,10 @@ final class _GraphCore: @unchecked Sendable {
     let reportsResolves: Bool
     /// Where `resolveSynchronously` keeps the services the current thread is making.
     let threadTrail = _ThreadTrail.Slot.shared
-    /// Set once by the graph's shutdown; read by every `resolve` through ``isShutDown()``.
+    /// Whether the graph has shut down and whether resolves send events, in one word: read by every
+    /// `resolve` (see ``allowsFastResolve`` and ``isShutDown()``).
     @usableFromInline
-    let shutDownFlag = _ShutDownFlag()
+    let resolveFlags: _ResolveFlags
     /// The singletons in the order they were created (a topological order), released in reverse: the
     /// graph's one creation order (``creationOrder``). Written only by the build's coordinator, before
     /// the graph is published, so no two accesses can overlap: the run-time exclusivity check (one per
@@ -113,6 +114,7 @@ final class _GraphCore: @unchecked Sendable {
         self.hookClaims = HookClaims(parent: parentClaims)
         self.events = events
         self.reportsResolves = reportsResolves
+        self.resolveFlags = _ResolveFlags(reportsResolves: reportsResolves)
         let count = plan.count
         var files: [StaticString] = []
         var fileIndex: [UInt: UInt32] = [:]
@@ -282,12 +284,18 @@ final class _GraphCore: @unchecked Sendable {
     @inlinable
     @inline(__always)
     func isShutDown() -> Bool {
-        shutDownFlag.isSet
+        resolveFlags.isShutDown
     }
+
+    /// Whether a `resolve` can take its fast path: the graph is running and resolves send no events
+    /// (one load and one test, inlined in every `resolve`).
+    @inlinable
+    @inline(__always)
+    var allowsFastResolve: Bool { resolveFlags.allowFastPath }
 
     /// Makes every later `resolve` throw ``ServiceGraphError/Code/graphShutDown``.
     func markShutDown() {
-        shutDownFlag.set()
+        resolveFlags.setShutDown()
     }
 
     /// The slot of `key`, or nil.
