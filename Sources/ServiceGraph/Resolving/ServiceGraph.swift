@@ -144,7 +144,10 @@ public final class ServiceGraph: Sendable {
         // The fast path, while the graph runs and resolves send no events (one test of one word): a
         // created singleton is the probe and the read the subscript makes; a transient whose whole
         // chain is synchronous is made here, in the caller, as `resolveSynchronously` makes it.
-        if let slot = found, _core.allowsFastResolve {
+        // The last two lines repeat `_resolveOffTheFastPath`'s on purpose: with that function inlined
+        // here instead, the optimizer meets every path at the value and retains a created singleton the
+        // caller only borrows; with it called for them, a synchronous chain would pay an async call.
+        if let slot = found, _core.resolveFlags.allowsFastPath {
             if let box = _core.buffers.singletonBox(at: slot) {
                 return _GraphCore._Buffers.value(in: box, as: Key.Value.self)
             }
@@ -171,8 +174,8 @@ public final class ServiceGraph: Sendable {
         return _unsafeValue(of: try await _core.boxAwaiting(at: slot, in: nil), as: Key.Value.self)
     }
 
-    /// The slot of `key` in a running graph. Inlined, so that a created singleton's `resolve` is the
-    /// probe and the read the subscript makes, with no call before them.
+    /// The slot of `key` in a running graph, for `resolveSynchronously`: inlined, with one cold call for
+    /// both of its errors.
     @inlinable
     @inline(__always)
     func _resolvableSlot<Key: ServiceKey>(of key: Key.Type) throws(ServiceGraphError) -> Int {

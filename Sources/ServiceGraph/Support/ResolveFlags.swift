@@ -21,9 +21,9 @@ struct _ResolveFlags: ~Copyable, Sendable {
     /// relaxed load: a `resolve` racing the shutdown may still succeed, one after it sees the flag.
     @inlinable
     @inline(__always)
-    var allowFastPath: Bool { word.load(ordering: .relaxed) == 0 }
+    var allowsFastPath: Bool { word.load(ordering: .relaxed) == 0 }
 
-    /// Whether the graph has shut down (a relaxed load, as ``allowFastPath``).
+    /// Whether the graph has shut down (a relaxed load, as ``allowsFastPath``).
     @inlinable
     @inline(__always)
     var isShutDown: Bool { word.load(ordering: .relaxed) & Self.shutDown != 0 }

@@ -66,7 +66,7 @@ final class _GraphCore: @unchecked Sendable {
     /// Where `resolveSynchronously` keeps the services the current thread is making.
     let threadTrail = _ThreadTrail.Slot.shared
     /// Whether the graph has shut down and whether resolves send events, in one word: read by every
-    /// `resolve` (see ``allowsFastResolve`` and ``isShutDown()``).
+    /// `resolve` (see ``_ResolveFlags/allowsFastPath`` and ``isShutDown()``).
     @usableFromInline
     let resolveFlags: _ResolveFlags
     /// The singletons in the order they were created (a topological order), released in reverse: the
@@ -286,12 +286,6 @@ final class _GraphCore: @unchecked Sendable {
     func isShutDown() -> Bool {
         resolveFlags.isShutDown
     }
-
-    /// Whether a `resolve` can take its fast path: the graph is running and resolves send no events
-    /// (one load and one test, inlined in every `resolve`).
-    @inlinable
-    @inline(__always)
-    var allowsFastResolve: Bool { resolveFlags.allowFastPath }
 
     /// Makes every later `resolve` throw ``ServiceGraphError/Code/graphShutDown``.
     func markShutDown() {
