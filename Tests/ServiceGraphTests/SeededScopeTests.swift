@@ -59,6 +59,34 @@ struct SeededScopeTests {
         try await graph.shutdown()
     }
 
+    /// Seeds are placed by key in every order given, whether or not they come in the order the kind
+    /// declares them (read without a lookup then); a repeated key is refused even when the count is right.
+    @Test func seedsInAnyOrderArePlacedByKeyAndARepeatedOneIsRefused() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.seed(SessionUser.self)
+        builder.seed(RequestID.self)
+        builder.seed(Audit.self)
+        builder.declareEntryPoints(SessionUser.self, RequestID.self, Audit.self)
+        let graph = try await builder.build()
+        let seeds = [
+            ScopeSeed(SessionUser.self, User(id: 7, name: "Eve")), ScopeSeed(RequestID.self, "r-7"),
+            ScopeSeed(Audit.self, "audit-7"),
+        ]
+        for order in [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]] {
+            let scope = try graph.makeScope(seeding: order.map { seeds[$0] })
+            #expect(try scope.resolveSynchronously(SessionUser.self) == User(id: 7, name: "Eve"), "order \(order)")
+            #expect(try scope.resolveSynchronously(RequestID.self) == "r-7", "order \(order)")
+            #expect(try await scope.resolve(Audit.self) == "audit-7", "order \(order)")
+            try await scope.close()
+        }
+        for repeated in [[seeds[0], seeds[1], seeds[1]], [seeds[0], seeds[0], seeds[2]], [seeds[2], seeds[1], seeds[2]]] {
+            let error = try #require(throws: ServiceGraphError.self) { try graph.makeScope(seeding: repeated) }
+            #expect(error.problems.map(\.code).contains(.duplicateSeed))
+            #expect(error.problems.map(\.code).contains(.missingSeed))
+        }
+        try await graph.shutdown()
+    }
+
     @Test func aSeedIsTheSameValueForEveryConcurrentReader() async throws {
         let log = EventLog()
         let carts = Tally()

@@ -246,9 +246,20 @@ extension _GraphCore {
     /// - Throws: ``ServiceGraphError/Code/wrongScopeKind`` when the graph has no services of `kind`, or
     ///   `kind` does not open there.
     func scopeKindIndex(opening kind: ScopeKind, inside outer: UInt16?) throws(ServiceGraphError) -> UInt16 {
-        let outerKind = outer.map { scopeKinds[Int($0)] }
-        guard let index = scopeKinds.firstIndex(of: kind) else {
-            throw ServiceGraphError(
+        // The usual case, a kind the graph has opened where it opens, in a plain loop: a server runs this
+        // once per request, with cold caches. What is wrong is found out of line.
+        for index in scopeKinds.indices where scopeKinds[index].isSame(as: kind) {
+            if kind.isOpened(from: outer.map { scopeKinds[Int($0)] }) { return UInt16(index) }
+            break
+        }
+        throw scopeKindError(opening: kind, inside: outer)
+    }
+
+    /// Why `kind` cannot be opened from a scope of the kind at `outer` (or from the graph when nil).
+    @inline(never)
+    private func scopeKindError(opening kind: ScopeKind, inside outer: UInt16?) -> ServiceGraphError {
+        guard scopeKinds.contains(kind) else {
+            return ServiceGraphError(
                 .init(
                     .wrongScopeKind,
                     key: kind.description,
@@ -257,19 +268,16 @@ extension _GraphCore {
                 )
             )
         }
-        guard kind.isOpened(from: outerKind) else {
-            let place = outerKind.map { "a \($0) scope" } ?? "the graph"
-            let opener =
-                kind.parent.map { "a \($0) scope: use makeScope(_:seeding:) on one" }
-                ?? "the graph: use graph.makeScope(_:seeding:)"
-            throw ServiceGraphError(
-                .init(
-                    .wrongScopeKind,
-                    key: kind.description,
-                    message: "\(kind) scopes cannot be opened from \(place); they are opened from \(opener)"
-                )
+        let place = outer.map { "a \(scopeKinds[Int($0)]) scope" } ?? "the graph"
+        let opener =
+            kind.parent.map { "a \($0) scope: use makeScope(_:seeding:) on one" }
+            ?? "the graph: use graph.makeScope(_:seeding:)"
+        return ServiceGraphError(
+            .init(
+                .wrongScopeKind,
+                key: kind.description,
+                message: "\(kind) scopes cannot be opened from \(place); they are opened from \(opener)"
             )
-        }
-        return UInt16(index)
+        )
     }
 }

@@ -127,11 +127,12 @@ final class _ScopeBody: Sendable {
             state.graph = graph
             switch seeding {
             case .exact(let seeds):
-                for seed in seeds {
+                let seedSlots = core.seedSlots(ofKind: kind)
+                for (position, seed) in seeds.enumerated() {
                     // Safety: each seed's key has a slot (``_GraphCore/seedsArePlainAndExact(_:kind:)``).
-                    instances.publish(seed.box, at: core.slot(ofKeyID: ObjectIdentifier(seed.key)).unsafelyUnwrapped)
+                    instances.publish(seed.box, at: core.slot(of: seed, at: position, of: seedSlots).unsafelyUnwrapped)
                 }
-                for slot in core.seedSlots(ofKind: kind) { state.noteCreated(slot, hooks: nil, in: instances) }
+                for slot in seedSlots { state.noteCreated(slot, hooks: nil, in: instances) }
             case .placed(let seeds):
                 for placed in seeds {
                     instances.publish(placed.seed.box, at: placed.slot)

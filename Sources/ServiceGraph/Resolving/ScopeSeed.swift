@@ -195,17 +195,30 @@ extension _GraphCore {
         // The positions given, as bits: a kind with more seeds than that takes the general path.
         guard seeds.count == seedSlots.count, seedSlots.count <= UInt64.bitWidth else { return false }
         var given: UInt64 = 0
-        for seed in seeds {
+        for (index, seed) in seeds.enumerated() {
             guard
                 seed.hooks == nil,
-                let slot = slot(ofKeyID: ObjectIdentifier(seed.key)),
-                let position = Self.position(of: slot, in: seedSlots)
+                let position = isKindSeed(seed, at: index, of: seedSlots)
+                    ? index : slot(ofKeyID: ObjectIdentifier(seed.key)).flatMap({ Self.position(of: $0, in: seedSlots) })
             else { return false }
             let bit: UInt64 = 1 << position
             guard given & bit == 0 else { return false }
             given |= bit
         }
         return true
+    }
+
+    /// Whether `seed` is for the kind's seed at `position` of `seedSlots`: seeds given in the order of
+    /// their slots (as they are declared, usually) are placed without a lookup of their keys.
+    @inline(__always)
+    func isKindSeed(_ seed: ScopeSeed, at position: Int, of seedSlots: [Int]) -> Bool {
+        position < seedSlots.count && keyIdentities[seedSlots[position]] == UInt(bitPattern: ObjectIdentifier(seed.key))
+    }
+
+    /// The slot of `seed`, the `position`th given to a scope of a kind whose seeds are at `seedSlots`.
+    @inline(__always)
+    func slot(of seed: ScopeSeed, at position: Int, of seedSlots: [Int]) -> Int? {
+        isKindSeed(seed, at: position, of: seedSlots) ? seedSlots[position] : slot(ofKeyID: ObjectIdentifier(seed.key))
     }
 
     /// The seeds at their slots when each seed of the kind (at `seedSlots`, sorted) is given once and

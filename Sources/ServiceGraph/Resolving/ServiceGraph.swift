@@ -256,45 +256,78 @@ public final class ServiceGraph: Sendable {
     /// `parent` or from the graph: its seeds are placed and claimed, and it is registered with the
     /// graph (whose shutdown closes it) and, by the caller, with its parent.
     func openScope(kind: UInt16, parent: ServiceScope?, seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
-        let seeding: _ScopeBody.Seeding =
-            _core.seedsArePlainAndExact(seeds, kind: kind)
-            ? .exact(seeds) : .placed(try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind)))
-        // Names only for a listener, and made outside the lock (a key's name may run the key's code). The
-        // seeds placed are the kind's, in slot order.
-        var names: String?
-        if _core.events.isEnabled(.scopeOpened) {
-            let seedSlots = _core.seedSlots(ofKind: kind)
-            if !seedSlots.isEmpty { names = seedSlots.map { _core.name($0) }.joined(separator: ", ") }
+        // A server opens a scope per request, with cold caches: what only some scopes need (seeds with
+        // hooks or given out of place, a listener, the graph's first scope) is out of line.
+        guard _core.seedsArePlainAndExact(seeds, kind: kind) else {
+            return try openScope(kind: kind, parent: parent, placing: seeds)
         }
+        return try openScope(kind: kind, parent: parent, seeding: .exact(seeds))
+    }
+
+    /// Opens a scope whose seeds are not exactly its kind's plain ones: they are placed and their hooks
+    /// claimed, or what is wrong with them reported.
+    @inline(never)
+    private func openScope(
+        kind: UInt16,
+        parent: ServiceScope?,
+        placing seeds: [ScopeSeed]
+    ) throws(ServiceGraphError) -> ServiceScope {
+        let placed = try _core.claimingHooks(of: _core.placedSeeds(seeds, kind: kind))
         do {
-            return try state.withLock { state throws(ServiceGraphError) in
-                guard !state.shutdown.hasStarted else {
-                    throw ServiceGraphError(_core.shutDownProblem("a new scope"))
-                }
-                let layout = state.scopeLayout ?? _GraphCore.ScopeLayout(core: _core)
-                state.scopeLayout = layout
-                let scope = _ScopeBody(
-                    graph: self,
-                    layout: layout,
-                    id: state.nextID,
-                    place: state.scopes.nextPlace,
-                    seeding: seeding,
-                    kind: kind,
-                    parent: parent
-                )
-                state.scopes.insert(scope)
-                state.nextID += 1
-                state.unfinished += 1
-                if _core.events.isEnabled(.scopeOpened) {
-                    _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
-                }
-                return ServiceScope(scope)
-            }
+            return try openScope(kind: kind, parent: parent, seeding: .placed(placed))
         } catch {
             // No scope: the seeds stay the caller's.
-            if case .placed(let placed) = seeding { _core.giveBackHooks(of: placed) }
+            _core.giveBackHooks(of: placed)
             throw error
         }
+    }
+
+    private func openScope(
+        kind: UInt16,
+        parent: ServiceScope?,
+        seeding: _ScopeBody.Seeding
+    ) throws(ServiceGraphError) -> ServiceScope {
+        // Names only for a listener, and made outside the lock (a key's name may run the key's code).
+        let reportsOpening = _core.events.isEnabled(.scopeOpened)
+        let names = reportsOpening ? scopeOpenedNames(kind: kind) : nil
+        return try state.withLock { state throws(ServiceGraphError) in
+            guard !state.shutdown.hasStarted else { throw newScopeRefused() }
+            let scope = _ScopeBody(
+                graph: self,
+                layout: state.scopeLayout ?? makeScopeLayout(&state),
+                id: state.nextID,
+                place: state.scopes.nextPlace,
+                seeding: seeding,
+                kind: kind,
+                parent: parent
+            )
+            state.scopes.insert(scope)
+            state.nextID += 1
+            state.unfinished += 1
+            if reportsOpening { _core.events.send(ServiceGraphEvent(.scopeOpened, key: names)) }
+            return ServiceScope(scope)
+        }
+    }
+
+    /// The names of the seeds of the kind at `kind`, in slot order, for the scopeOpened event; nil when it
+    /// has none.
+    @inline(never)
+    private func scopeOpenedNames(kind: UInt16) -> String? {
+        let seedSlots = _core.seedSlots(ofKind: kind)
+        return seedSlots.isEmpty ? nil : seedSlots.map { _core.name($0) }.joined(separator: ", ")
+    }
+
+    /// The layout of the graph's scopes, made by its first one.
+    @inline(never)
+    private func makeScopeLayout(_ state: inout State) -> _GraphCore.ScopeLayout {
+        let layout = _GraphCore.ScopeLayout(core: _core)
+        state.scopeLayout = layout
+        return layout
+    }
+
+    @inline(never)
+    private func newScopeRefused() -> ServiceGraphError {
+        ServiceGraphError(_core.shutDownProblem("a new scope"))
     }
 
     /// A scope has closed, or was dropped and has released what it owned.
