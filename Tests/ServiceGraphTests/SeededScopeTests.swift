@@ -79,7 +79,9 @@ struct SeededScopeTests {
             #expect(try await scope.resolve(Audit.self) == "audit-7", "order \(order)")
             try await scope.close()
         }
-        for repeated in [[seeds[0], seeds[1], seeds[1]], [seeds[0], seeds[0], seeds[2]], [seeds[2], seeds[1], seeds[2]]] {
+        for repeated in [
+            [seeds[0], seeds[1], seeds[1]], [seeds[0], seeds[0], seeds[2]], [seeds[2], seeds[1], seeds[2]],
+        ] {
             let error = try #require(throws: ServiceGraphError.self) { try graph.makeScope(seeding: repeated) }
             #expect(error.problems.map(\.code).contains(.duplicateSeed))
             #expect(error.problems.map(\.code).contains(.missingSeed))

@@ -199,7 +199,8 @@ extension _GraphCore {
             guard
                 seed.hooks == nil,
                 let position = isKindSeed(seed, at: index, of: seedSlots)
-                    ? index : slot(ofKeyID: ObjectIdentifier(seed.key)).flatMap({ Self.position(of: $0, in: seedSlots) })
+                    ? index
+                    : slot(ofKeyID: ObjectIdentifier(seed.key)).flatMap({ Self.position(of: $0, in: seedSlots) })
             else { return false }
             let bit: UInt64 = 1 << position
             guard given & bit == 0 else { return false }
