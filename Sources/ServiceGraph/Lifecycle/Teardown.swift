@@ -76,7 +76,7 @@ struct Teardown<Outcome: Sendable> {
 
     /// The outcome when the cleanup has finished; otherwise keeps `waiter` for ``finish(with:)`` and
     /// returns nil.
-    fileprivate mutating func outcome(orWait waiter: CheckedContinuation<Outcome, Never>) -> Outcome? {
+    mutating func outcome(orWait waiter: CheckedContinuation<Outcome, Never>) -> Outcome? {
         switch phase {
         case .finished(let outcome):
             return outcome
@@ -90,12 +90,19 @@ struct Teardown<Outcome: Sendable> {
     }
 }
 
+extension Teardown {
+    /// Waits for the outcome of a started teardown, which `outcomeOrWait` reaches under its lock (see
+    /// ``outcome(orWait:)``).
+    static func outcome(_ outcomeOrWait: (CheckedContinuation<Outcome, Never>) -> Outcome?) async -> Outcome {
+        await withCheckedContinuation { waiter in
+            if let finished = outcomeOrWait(waiter) { waiter.resume(returning: finished) }
+        }
+    }
+}
+
 extension Locked {
     /// Waits for the outcome of the started ``Teardown`` at `teardown` in the locked state.
     func outcome<Outcome>(of teardown: WritableKeyPath<State, Teardown<Outcome>>) async -> Outcome {
-        await withCheckedContinuation { waiter in
-            let finished = withLock { $0[keyPath: teardown].outcome(orWait: waiter) }
-            if let finished { waiter.resume(returning: finished) }
-        }
+        await Teardown.outcome { waiter in withLock { $0[keyPath: teardown].outcome(orWait: waiter) } }
     }
 }

@@ -26,7 +26,8 @@ final class _ScopeBody: Sendable {
     private let instances: _GraphCore.ScopeCells
     /// The resolves in flight, which a close waits for.
     private let resolves = ResolveGate()
-    private let state: Locked<State>
+    /// The scope's state under its lock, in the same allocation as ``instances`` (see ``Storage``).
+    private let state: StateLock
 
     private enum LookupStep {
         case ready
@@ -118,12 +119,9 @@ final class _ScopeBody: Sendable {
         self.kind = kind
         self.parent = parent?._body
         self.parentHandle = parent
-        let instances = _GraphCore.ScopeCells.make(layout: layout)
-        self.instances = instances
-        // Made in the lock's storage, not copied into it: a copy retains each reference the state holds.
+        // The state made in place, not copied in: a copy retains each reference the state holds.
         let core = graph._core
-        self.state = Locked {
-            var state = State()
+        (instances, state) = Storage.make(layout: layout) { state, instances in
             state.graph = graph
             switch seeding {
             case .exact(let seeds):
@@ -142,7 +140,78 @@ final class _ScopeBody: Sendable {
                     if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
                 }
             }
-            return state
+        }
+    }
+
+    /// A scope's state, its lock and its instance cells, in one allocation: a server opens a scope per
+    /// request, and each allocation a request makes costs it more than the work in between (three
+    /// objects before, a lock's, a cell table's and this one's).
+    private final class Storage: ManagedBuffer<Storage.Header, _GraphCore.ScopeCells.Cell> {
+        struct Header {
+            var state: State
+            /// How many cells the instance table has, and where the mutex is, after it (in cells).
+            let cellCount: Int
+            let mutexOffset: Int
+        }
+
+        /// The cells the mutex takes after the table.
+        private static var mutexCells: Int {
+            let cell = MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
+            precondition(MemoryLayout<PlatformMutex.Storage>.alignment <= cell, "a mutex aligned beyond a cell")
+            return (MemoryLayout<PlatformMutex.Storage>.size + cell - 1) / cell
+        }
+
+        /// A scope's instance table for `layout` and its state, which `setUp` fills in given the table (to
+        /// publish the seeds in it).
+        static func make(
+            layout: _GraphCore.ScopeLayout,
+            state setUp: (inout State, _GraphCore.ScopeCells) -> Void
+        ) -> (_GraphCore.ScopeCells, StateLock) {
+            let tableCount = _GraphCore.ScopeCells.memoryCount(for: layout)
+            // Safety: `create` makes an instance of the class it is called on; the header is made below,
+            // before anything reads it.
+            let storage = unsafeDowncast(
+                create(minimumCapacity: tableCount + mutexCells) { _ in
+                    Header(state: State(), cellCount: layout.count, mutexOffset: tableCount)
+                },
+                to: Storage.self
+            )
+            return storage.withUnsafeMutablePointers { header, memory in
+                // Safety: the memory stays valid while the storage lives, which the table keeps; the mutex
+                // is initialized here and destroyed in `deinit`.
+                let instances = _GraphCore.ScopeCells.initialize(at: memory, layout: layout, owner: storage)
+                let mutex = UnsafeMutableRawPointer(memory + tableCount).bindMemory(
+                    to: PlatformMutex.Storage.self,
+                    capacity: 1
+                )
+                PlatformMutex.initialize(mutex)
+                setUp(&header.pointee.state, instances)
+                return (instances, StateLock(mutex: mutex, header: header))
+            }
+        }
+
+        deinit {
+            withUnsafeMutablePointers { header, memory in
+                _GraphCore.ScopeCells.deinitialize(memory, count: header.pointee.cellCount)
+                let mutex = UnsafeMutableRawPointer(memory + header.pointee.mutexOffset).assumingMemoryBound(
+                    to: PlatformMutex.Storage.self
+                )
+                PlatformMutex.destroy(mutex)
+            }
+        }
+    }
+
+    /// The scope's state and its mutex, in its ``Storage``, which ``instances`` keeps alive.
+    private struct StateLock: @unchecked Sendable {
+        let mutex: UnsafeMutablePointer<PlatformMutex.Storage>
+        let header: UnsafeMutablePointer<Storage.Header>
+
+        func withLock<Result, Failure: Error>(
+            _ body: (inout State) throws(Failure) -> Result
+        ) throws(Failure) -> Result {
+            try PlatformMutex.withLock(mutex, header) { (header: inout Storage.Header) throws(Failure) in
+                try body(&header.state)
+            }
         }
     }
 
@@ -800,7 +869,7 @@ final class _ScopeBody: Sendable {
         case .done:
             return nil
         case .wait:
-            _ = await state.outcome(of: \.closing)
+            _ = await Teardown.outcome { waiter in state.withLock { $0.closing.outcome(orWait: waiter) } }
             return nil
         case .closeNow(let taken, let claims):
             (created, callerSeedClaims) = (taken, claims)

@@ -2,6 +2,9 @@
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
+import Synchronization
 #else
 import Synchronization
 #endif
@@ -84,3 +87,38 @@ final class Locked<State>: @unchecked Sendable {
     }
 }
 #endif
+
+/// A `pthread_mutex_t` in memory its owner allocated and keeps in place: for an object that holds its
+/// lock in its own allocation (a scope's state, lock and instance cells are one allocation, see
+/// ``_ScopeBody``), where ``Locked`` would be a second one. A pthread mutex on every platform, which the
+/// thread sanitizer understands.
+enum PlatformMutex {
+    typealias Storage = pthread_mutex_t
+
+    /// Initializes the mutex at `mutex`, which must not move until ``destroy(_:)``.
+    static func initialize(_ mutex: UnsafeMutablePointer<Storage>) {
+        mutex.initialize(to: pthread_mutex_t())
+        #if canImport(Glibc) || canImport(Musl)
+        // All zeros is `PTHREAD_MUTEX_INITIALIZER` in glibc and musl alike: no call to make.
+        #else
+        pthread_mutex_init(mutex, nil)
+        #endif
+    }
+
+    static func destroy(_ mutex: UnsafeMutablePointer<Storage>) {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+    }
+
+    /// Runs `body` on `state`, holding the mutex at `mutex`.
+    @inline(__always)
+    static func withLock<State, Result, Failure: Error>(
+        _ mutex: UnsafeMutablePointer<Storage>,
+        _ state: UnsafeMutablePointer<State>,
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&state.pointee)
+    }
+}

@@ -12,51 +12,68 @@ extension _GraphCore {
     /// waits for. The table owns one retain of each published box (taken in ``publish(_:at:)``, given
     /// back by whoever takes it out with ``take(_:)``).
     struct ScopeCells: @unchecked Sendable {
-        /// One cell per scoped slot, in the order of ``ScopeLayout``, in the storage object's own
-        /// memory: a scope's table is one allocation.
-        private let storage: Storage
-        /// The storage's header and first cell, kept here: read on every resolve of a scoped instance,
-        /// where the header's property would be an exclusivity check and a retain.
+        typealias Cell = Atomic<Unmanaged<_AnyBox>?>
+
+        /// What keeps the cells' memory alive: a storage of their own, or the object whose allocation
+        /// they are part of (a scope's, see ``_ScopeBody``).
+        private let owner: AnyObject
+        /// The layout and the first cell, kept here: read on every resolve of a scoped instance.
         private let layout: ScopeLayout
-        private let cells: UnsafeMutablePointer<Atomic<Unmanaged<_AnyBox>?>>
+        /// One cell per scoped slot, in the order of ``ScopeLayout``.
+        private let cells: UnsafeMutablePointer<Cell>
         /// The slots of the instances the scope created, in creation order, after the cells in the same
-        /// storage: written and read under the scope's lock (or once no one else can reach the scope).
+        /// memory: written and read under the scope's lock (or once no one else can reach the scope).
         private let order: UnsafeMutablePointer<Int32>
 
-        private final class Storage: ManagedBuffer<ScopeLayout, Atomic<Unmanaged<_AnyBox>?>> {
+        /// Cells that are a storage of their own (a graph's singletons created on first use).
+        private final class Storage: ManagedBuffer<ScopeLayout, Cell> {
             deinit {
                 // Through the pointers, not the `header` property, whose read would be an exclusivity
-                // check at run time: a request scope's storage ends once per request, with cold caches.
-                withUnsafeMutablePointers { header, cells in
-                    let count = header.pointee.count
-                    for index in 0..<count {
-                        // Every box is taken out by the scope's close or deinit; this only guards
-                        // against a leak.
-                        cells[index].exchange(nil, ordering: .relaxed)?.release()
-                    }
-                    cells.deinitialize(count: count)
+                // check at run time.
+                withUnsafeMutablePointers { header, cells in ScopeCells.deinitialize(cells, count: header.pointee.count)
                 }
             }
         }
 
+        /// How many cells a table for `layout` takes in its owner's memory: one per scoped service, then
+        /// room for `count` 4-byte slots, the creation order (half a cell each): the scope's list of
+        /// what it created, without an allocation of its own.
+        static func memoryCount(for layout: ScopeLayout) -> Int {
+            max(layout.count + (layout.count + 1) / 2, 1)
+        }
+
+        /// A table in a storage of its own.
         static func make(layout: ScopeLayout) -> ScopeCells {
-            let count = layout.count
-            // After the cells, room for `count` 4-byte slots, the creation order (half a cell each): the
-            // scope's list of what it created, without an allocation of its own.
-            let orderCells = (count + 1) / 2
-            // Safety: `create` makes an instance of the class it is called on; the cells are initialized
-            // here and deinitialized in the storage's `deinit`; the order's memory is plain slots.
+            // Safety: `create` makes an instance of the class it is called on.
             let storage = unsafeDowncast(
-                Storage.create(minimumCapacity: max(count + orderCells, 1)) { _ in layout },
+                Storage.create(minimumCapacity: memoryCount(for: layout)) { _ in layout },
                 to: Storage.self
             )
-            storage.withUnsafeMutablePointerToElements { cells in
-                for index in 0..<count { (cells + index).initialize(to: Atomic(nil)) }
+            // Safety: the memory stays valid while the storage lives, which the table keeps.
+            return initialize(at: storage.withUnsafeMutablePointerToElements { $0 }, layout: layout, owner: storage)
+        }
+
+        /// A table in the memory at `memory` (``memoryCount(for:)`` cells), which `owner` keeps and
+        /// releases with ``deinitialize(_:count:)`` when it ends.
+        static func initialize(
+            at memory: UnsafeMutablePointer<Cell>,
+            layout: ScopeLayout,
+            owner: AnyObject
+        ) -> ScopeCells {
+            let count = layout.count
+            for index in 0..<count { (memory + index).initialize(to: Atomic(nil)) }
+            // Safety: plain slots after the cells, within the memory's ``memoryCount(for:)`` cells.
+            let order = UnsafeMutableRawPointer(memory + count).bindMemory(to: Int32.self, capacity: count)
+            return ScopeCells(owner: owner, layout: layout, cells: memory, order: order)
+        }
+
+        /// Releases what the `count` cells at `cells` still hold, and deinitializes them: their owner's end.
+        static func deinitialize(_ cells: UnsafeMutablePointer<Cell>, count: Int) {
+            for index in 0..<count {
+                // Every box is taken out by the scope's close or deinit; this only guards against a leak.
+                cells[index].exchange(nil, ordering: .relaxed)?.release()
             }
-            // Safety: the pointers stay valid while the storage lives, which this table keeps.
-            let cells = storage.withUnsafeMutablePointerToElements { $0 }
-            let order = UnsafeMutableRawPointer(cells + count).bindMemory(to: Int32.self, capacity: count)
-            return ScopeCells(storage: storage, layout: layout, cells: cells, order: order)
+            cells.deinitialize(count: count)
         }
 
         /// Records that the instance at `slot` was the scope's `position`th creation (seeds first). Only
