@@ -47,8 +47,12 @@ public func makeAppBuilder(configuration: AppConfiguration, logger: Logger) -> S
         OutboxWorker(database: database, sender: sender, interval: configuration.outboxInterval, logger: logger)
     }
     builder.inScope(.request) { request in
-        request.seed(RequestIDKey.self)
         request.seed(RequestLoggerKey.self)
+        // The id is in the logger's metadata, where Hummingbird puts it: read when a service asks for it,
+        // rather than formatted and seeded for every request.
+        request.provide(RequestIDKey.self, lifetime: .scoped, dependsOn: RequestLoggerKey.self) { logger in
+            logger[metadataKey: "hb.request.id"]?.description ?? "-"
+        }
         request.provide(
             SignupServiceKey.self,
             lifetime: .scoped,

@@ -7,9 +7,10 @@ extension ScopeKind {
     public static let request = ScopeKind("request")
 }
 
-/// The request's id, a seed of each request scope.
+/// The request's id, a scoped service of each request scope: read from the request logger's metadata
+/// when a service asks for it, not formatted for every request.
 public enum RequestIDKey: ServiceKey { public typealias Value = String }
-/// The request's logger (with its id in the metadata), a seed of each request scope.
+/// The request's logger (with its id in the metadata), the seed of each request scope.
 public enum RequestLoggerKey: ServiceKey { public typealias Value = Logger }
 
 /// The request context: Hummingbird's, plus the request's scope of the graph.
@@ -31,7 +32,7 @@ public struct AppRequestContext: RequestContext {
     }
 }
 
-/// Opens a request scope of the graph for each request, seeded with the request's id and logger, and
+/// Opens a request scope of the graph for each request, seeded with the request's logger, and
 /// closes it (releasing the request's services) once the response is made.
 public struct RequestScopeMiddleware: RouterMiddleware {
     public typealias Context = AppRequestContext
@@ -47,11 +48,7 @@ public struct RequestScopeMiddleware: RouterMiddleware {
         next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         var context = context
-        let scope = try graph.makeScope(
-            .request,
-            seeding: ScopeSeed(RequestIDKey.self, context.id),
-            ScopeSeed(RequestLoggerKey.self, context.logger)
-        )
+        let scope = try graph.makeScope(.request, seeding: ScopeSeed(RequestLoggerKey.self, context.logger))
         context.scope = scope
         let response: Response
         do {

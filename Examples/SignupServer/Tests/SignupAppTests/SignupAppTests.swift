@@ -66,11 +66,7 @@ func withSignupService<T: Sendable>(
     in graph: ServiceGraph,
     _ body: (SignupService) async throws -> T
 ) async throws -> T {
-    let scope = try graph.makeScope(
-        .request,
-        seeding: ScopeSeed(RequestIDKey.self, "test-request"),
-        ScopeSeed(RequestLoggerKey.self, quietLogger)
-    )
+    let scope = try graph.makeScope(.request, seeding: ScopeSeed(RequestLoggerKey.self, quietLogger))
     do {
         let result = try await body(try await scope.resolve(SignupServiceKey.self))
         try await scope.close()
@@ -127,14 +123,14 @@ struct SignupServiceTests {
 
     @Test func eachRequestGetsItsOwnServiceAndTheScopeIsReleased() async throws {
         let graph = TestGraph.required
-        let first = try graph.makeScope(
-            .request,
-            seeding: ScopeSeed(RequestIDKey.self, "1"),
-            ScopeSeed(RequestLoggerKey.self, quietLogger)
-        )
+        var logger = quietLogger
+        logger[metadataKey: "hb.request.id"] = "request-1"
+        let first = try graph.makeScope(.request, seeding: ScopeSeed(RequestLoggerKey.self, logger))
         // A request scope must be given its seeds: refused otherwise, naming the missing one.
         #expect(throws: ServiceGraphError.self) { try graph.makeScope(.request) }
         _ = try await first.resolve(SignupServiceKey.self)
+        // The request's id is made from the logger's metadata, on first use only.
+        #expect(try await first.resolve(RequestIDKey.self) == "request-1")
         try await first.close()
         #expect(first.isClosed)
     }
