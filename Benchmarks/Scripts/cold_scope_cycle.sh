@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What one request scope cycle costs with cold caches: the instructions, and the code and data lines it
-# fetches from memory, per cycle, for the open + close of a seeded scope and for open + resolve + close
+# What one request scope cycle costs with cold caches: the instructions, the code and data lines it
+# fetches from memory and the allocations it makes (each costs a server more than the work around it),
+# per cycle, for the open + close of a seeded scope and for open + resolve + close
 # (Sources/ColdScopeCycle). Counted by callgrind's cache simulation, with first-level caches too small to
 # hold anything between two accesses, so that each line a cycle touches counts once as a miss of the
 # last level: stable on a noisy machine, unlike the timings, and what a server's request pays.
@@ -27,21 +28,36 @@ run() { # mode count: the summary line's events
         || { cat "$work/$1.$2.err" >&2; exit 1; }
     sed -n 's/^summary: //p' "$work/$1.$2.out"
 }
-per_cycle() { # mode: Ir ILmr DLmr DLmw per cycle
-    python3 - "$(run "$1" 10)" "$(run "$1" 70)" <<'PY'
-import sys
+per_cycle() { # mode: Ir ILmr DLmr DLmw allocations per cycle
+    python3 - "$(run "$1" 10)" "$(run "$1" 70)" "$work/$1.10.out" "$work/$1.70.out" <<'PY'
+import re, sys
 # Events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
 a, b = (list(map(int, s.split())) for s in sys.argv[1:3])
 d = [(y - x) / 60 for x, y in zip(a, b)]
-print(d[0], d[6], d[7] + d[8])
+
+def mallocs(path):
+    """The calls to malloc that callgrind recorded, from every caller."""
+    names, callee, total = {}, None, 0
+    for line in open(path):
+        match = re.match(r"^c?fn=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+        if match:
+            if match.group(2):
+                names[match.group(1)] = match.group(2)
+            callee = names.get(match.group(1)) if line.startswith("cfn=") else None
+        elif line.startswith("calls=") and callee and re.search(r"(^|[:.])malloc$", callee):
+            total += int(line[6:].split()[0])
+    return total
+
+print(d[0], d[6], d[7] + d[8], (mallocs(sys.argv[4]) - mallocs(sys.argv[3])) / 60)
 PY
 }
-read -r base_ir base_code base_data < <(per_cycle none)
-printf "%-10s %13s %11s %11s\n" cycle instructions code-lines data-lines
+read -r base_ir base_code base_data base_allocations < <(per_cycle none)
+printf "%-10s %13s %11s %11s %12s\n" cycle instructions code-lines data-lines allocations
 for mode in openclose full; do
-    read -r ir code data < <(per_cycle "$mode")
-    printf "%-10s %13.0f %11.0f %11.0f\n" "$mode" "$(echo "$ir - $base_ir" | bc)" \
-        "$(echo "$code - $base_code" | bc)" "$(echo "$data - $base_data" | bc)"
+    read -r ir code data allocations < <(per_cycle "$mode")
+    printf "%-10s %13.0f %11.0f %11.0f %12.1f\n" "$mode" "$(echo "$ir - $base_ir" | bc)" \
+        "$(echo "$code - $base_code" | bc)" "$(echo "$data - $base_data" | bc)" \
+        "$(echo "$allocations - $base_allocations" | bc)"
 done
 
 if [ -n "${FUNCTIONS:-}" ]; then
