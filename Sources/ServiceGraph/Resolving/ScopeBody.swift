@@ -168,6 +168,11 @@ final class _ScopeBody: Sendable {
             state setUp: (inout State, _GraphCore.ScopeCells) -> Void
         ) -> (_GraphCore.ScopeCells, StateLock) {
             let tableCount = _GraphCore.ScopeCells.memoryCount(for: layout)
+            _internalInvariant(
+                tableCount * MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
+                    >= layout.count * (MemoryLayout<_GraphCore.ScopeCells.Cell>.stride + MemoryLayout<Int32>.stride),
+                "the creation order runs into the mutex"
+            )
             // Safety: `create` makes an instance of the class it is called on; the header is made below,
             // before anything reads it.
             let storage = unsafeDowncast(

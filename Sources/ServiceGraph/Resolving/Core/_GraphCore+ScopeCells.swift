@@ -36,10 +36,13 @@ extension _GraphCore {
         }
 
         /// How many cells a table for `layout` takes in its owner's memory: one per scoped service, then
-        /// room for `count` 4-byte slots, the creation order (half a cell each): the scope's list of
-        /// what it created, without an allocation of its own.
+        /// room for `count` 4-byte slots, the creation order (half a cell each where a cell is a 64-bit
+        /// word, a whole one on a 32-bit platform): the scope's list of what it created, without an
+        /// allocation of its own.
         static func memoryCount(for layout: ScopeLayout) -> Int {
-            max(layout.count + (layout.count + 1) / 2, 1)
+            let cell = MemoryLayout<Cell>.stride
+            let orderCells = (layout.count * MemoryLayout<Int32>.stride + cell - 1) / cell
+            return max(layout.count + orderCells, 1)
         }
 
         /// A table in a storage of its own.
