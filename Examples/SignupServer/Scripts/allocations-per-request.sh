@@ -10,6 +10,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+source Scripts/server-started.sh
 
 for tool in heaptrack wrk; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -23,19 +24,11 @@ trap 'pkill -INT -f "^$binary --port 0 --database $work" 2>/dev/null || true; rm
 
 # One run: the server under heaptrack, `route` served for `seconds`; prints "requests allocations".
 run() {
-    local route=$1 seconds=$2 run_dir port="" requests pid
+    local route=$1 seconds=$2 run_dir port requests pid
     run_dir="$(mktemp -d "$work/run.XXXX")"
     heaptrack -o "$run_dir/heap" "$binary" --port 0 --database "$run_dir/load.sqlite" >"$run_dir/server.log" 2>&1 &
     local tracer=$!
-    for _ in $(seq 1 600); do
-        port="$(sed -n 's/.*\] listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$run_dir/server.log" | sed -n 1p)"
-        [ -n "$port" ] && break
-        kill -0 "$tracer" 2>/dev/null || break
-        sleep 0.1
-    done
-    [ -n "$port" ] || { cat "$run_dir/server.log"; echo "error: the server did not start" >&2; exit 1; }
-    curl -sf -X POST "http://127.0.0.1:$port/signups" -H 'Content-Type: application/json' \
-        -d '{"email":"load@example.org","name":"Load"}' >/dev/null
+    port="$(server_started "$run_dir/server.log" "$tracer")"
     requests="$(wrk -t 1 -c 8 -d "${seconds}s" "http://127.0.0.1:$port/load/$route/1" | awk '/requests in/ { print $1 }')"
     # SIGINT: the server shuts down gracefully, and heaptrack writes its data.
     pid="$(pgrep -f "^$binary --port 0 --database $run_dir")"

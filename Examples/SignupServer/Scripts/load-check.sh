@@ -12,6 +12,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+source Scripts/server-started.sh
 
 configuration="${CONFIGURATION:-release}"
 rounds="${ROUNDS:-12}"
@@ -38,16 +39,7 @@ work="$(mktemp -d)"
 "${server_cpu[@]}" "$binary" --port 0 --database "$work/load.sqlite" >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-port=""
-for _ in $(seq 1 600); do
-    port="$(sed -n 's/.*\] listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/server.log" | sed -n 1p)"
-    [ -n "$port" ] && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$port" ] || { cat "$work/server.log"; echo "error: the server did not start" >&2; exit 1; }
-curl -sf -X POST "http://127.0.0.1:$port/signups" -H 'Content-Type: application/json' \
-    -d '{"email":"load@example.org","name":"Load"}' >/dev/null
+port="$(server_started "$work/server.log" "$server")"
 
 # One wrk run: prints "requests/s p99-ms".
 measure() {
