@@ -143,9 +143,9 @@ final class _ScopeBody: Sendable {
         }
     }
 
-    /// A scope's state, its lock and its instance cells, in one allocation: a server opens a scope per
-    /// request, and each allocation a request makes costs it more than the work in between (three
-    /// objects before, a lock's, a cell table's and this one's).
+    /// A scope's state, its lock and its instance cells, in one allocation (two before: the lock's
+    /// storage and the cell table's): a server opens a scope per request, and each allocation a request
+    /// makes costs it more than the work in between.
     private final class Storage: ManagedBuffer<Storage.Header, _GraphCore.ScopeCells.Cell> {
         struct Header {
             var state: State
