@@ -70,7 +70,26 @@ struct RequestScopeFastPathTests {
         deinit { log.record("released \(name)") }
     }
 
+    /// A value too wide for an existential's inline storage (more than three words), with hooks.
+    struct WideHookedValue: Greeter, LifecycleHooks {
+        let name: String
+        let log: EventLog
+        var padding: (Int, Int, Int) = (1, 2, 3)
+
+        func didAdd() async throws { log.record("didAdd \(name)") }
+        func willRemove() async throws { log.record("willRemove \(name)") }
+    }
+
+    /// A value too wide for an existential's inline storage, without hooks.
+    struct WidePlainValue: Greeter {
+        let name: String
+        var padding: (Int, Int, Int, Int) = (1, 2, 3, 4)
+    }
+
     enum GreeterKey: ServiceKey { typealias Value = any Greeter }
+    enum WideHookedKey: ServiceKey { typealias Value = WideHookedValue }
+    enum WidePlainKey: ServiceKey { typealias Value = WidePlainValue }
+    enum WideGreeterKey: ServiceKey { typealias Value = any Greeter }
     enum ConnectionKey: ServiceKey { typealias Value = Connection }
     enum FirstSeed: ServiceKey { typealias Value = Released }
     enum SecondSeed: ServiceKey { typealias Value = Released }
@@ -101,6 +120,38 @@ struct RequestScopeFastPathTests {
             try await scope.close()
         }
         let expected = (0..<16).filter(Self.hasHooks).flatMap { ["didAdd g\($0)", "willRemove g\($0)"] }
+        #expect(log.all == expected)
+        try await graph.shutdown()
+    }
+
+    /// A wide value's hooks test is remembered under its static type (found without boxing the value);
+    /// behind an existential, under each value's dynamic type, which changes from scope to scope.
+    @Test func wideValuesRunTheirHooksInEveryScopeTypedOrBehindAnExistential() async throws {
+        let log = EventLog()
+        let made = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.provide(WideHookedKey.self, lifetime: .scoped) {
+            WideHookedValue(name: "h\(made.increment())", log: log)
+        }
+        builder.provide(WidePlainKey.self, lifetime: .scoped) { WidePlainValue(name: "p") }
+        let greeters = Tally()
+        builder.provide(WideGreeterKey.self, lifetime: .scoped) { () -> any Greeter in
+            let index = greeters.increment()
+            return index % 2 == 0 ? WideHookedValue(name: "g\(index)", log: log) : WidePlainValue(name: "g\(index)")
+        }
+        let graph = try await builder.build()
+        for _ in 1...6 {
+            let scope = try graph.makeScope()
+            _ = try await scope.resolve(WideHookedKey.self)
+            #expect(try await scope.resolve(WidePlainKey.self).padding == (1, 2, 3, 4))
+            _ = try await scope.resolve(WideGreeterKey.self)
+            try await scope.close()
+        }
+        let expected = (1...6).flatMap { index in
+            index % 2 == 0
+                ? ["didAdd h\(index)", "didAdd g\(index)", "willRemove g\(index)", "willRemove h\(index)"]
+                : ["didAdd h\(index)", "willRemove h\(index)"]
+        }
         #expect(log.all == expected)
         try await graph.shutdown()
     }

@@ -157,6 +157,12 @@ struct _ValueLayout: Sendable {
         hasHooks = { address, answer in
             let value = address.assumingMemoryBound(to: Value.self)
             guard let answer else { return value.pointee is any LifecycleHooks }
+            // A value of a struct or enum is of its static type, remembered under it once tested: found
+            // without `as Any`, which boxes a value of more than three words on the heap (an allocation
+            // per request scope for the usual service holding a logger). The answer remembered is never
+            // for an existential type itself (no value's dynamic type is one), and a class's instance may
+            // be of a subclass: those go on to their dynamic type.
+            if !(Value.self is AnyObject.Type), let known = answer.known(for: Value.self) { return known }
             // `as Any`: the dynamic type. Here `type(of:)` of an existential `Value` is the existential.
             return answer.hasHooks(Swift.type(of: value.pointee as Any)) { value.pointee is any LifecycleHooks }
         }
