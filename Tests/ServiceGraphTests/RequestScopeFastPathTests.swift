@@ -90,6 +90,7 @@ struct RequestScopeFastPathTests {
     enum WideHookedKey: ServiceKey { typealias Value = WideHookedValue }
     enum WidePlainKey: ServiceKey { typealias Value = WidePlainValue }
     enum WideGreeterKey: ServiceKey { typealias Value = any Greeter }
+    enum MaybeGreeterKey: ServiceKey { typealias Value = HookedValueGreeter? }
     enum ConnectionKey: ServiceKey { typealias Value = Connection }
     enum FirstSeed: ServiceKey { typealias Value = Released }
     enum SecondSeed: ServiceKey { typealias Value = Released }
@@ -152,6 +153,27 @@ struct RequestScopeFastPathTests {
                 ? ["didAdd h\(index)", "didAdd g\(index)", "willRemove g\(index)", "willRemove h\(index)"]
                 : ["didAdd h\(index)", "willRemove h\(index)"]
         }
+        #expect(log.all == expected)
+        try await graph.shutdown()
+    }
+
+    /// The hooks test looks inside an optional, so its answer is the wrapped value's: one scope's `nil`
+    /// must not be remembered for the next scope's value.
+    @Test func anOptionalValueRunsTheHooksOfWhatItHoldsInEachScope() async throws {
+        let log = EventLog()
+        let made = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.provide(MaybeGreeterKey.self, lifetime: .scoped) { () -> HookedValueGreeter? in
+            let index = made.increment()
+            return index % 2 == 0 ? HookedValueGreeter(name: "g\(index)", log: log) : nil
+        }
+        let graph = try await builder.build()
+        for _ in 1...4 {
+            let scope = try graph.makeScope()
+            _ = try await scope.resolve(MaybeGreeterKey.self)
+            try await scope.close()
+        }
+        let expected = [2, 4].flatMap { ["didAdd g\($0)", "willRemove g\($0)"] }
         #expect(log.all == expected)
         try await graph.shutdown()
     }

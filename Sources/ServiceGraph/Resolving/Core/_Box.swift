@@ -159,9 +159,11 @@ struct _ValueLayout: Sendable {
             guard let answer else { return value.pointee is any LifecycleHooks }
             // A value of a struct or enum is of its static type, remembered under it once tested: found
             // without `as Any`, which boxes a value of more than three words on the heap (an allocation
-            // per request scope for the usual service holding a logger). The answer remembered is never
-            // for an existential type itself (no value's dynamic type is one), and a class's instance may
-            // be of a subclass: those go on to their dynamic type.
+            // per request scope for a service holding, say, an existential and a logger). The answer
+            // remembered is never
+            // for an existential type itself (no value's dynamic type is one), nor for an optional (see
+            // ``_HookAnswer/hasHooks(_:test:)``), and a class's instance may be of a subclass: those go on
+            // to their dynamic type.
             if !(Value.self is AnyObject.Type), let known = answer.known(for: Value.self) { return known }
             // `as Any`: the dynamic type. Here `type(of:)` of an existential `Value` is the existential.
             return answer.hasHooks(Swift.type(of: value.pointee as Any)) { value.pointee is any LifecycleHooks }
@@ -209,6 +211,10 @@ struct _HookAnswer {
     func hasHooks(_ type: Any.Type, test: () -> Bool) -> Bool {
         if let known = known(for: type) { return known }
         let answer = test()
+        // The cast looks inside an optional: the answer is the wrapped value's, which changes from value
+        // to value of the one type (nil, then one with hooks), so it is not remembered. (An `AnyHashable`,
+        // whose cast looks inside too, is not `Sendable`, and no service's value is one.)
+        guard !(type is any ExpressibleByNilLiteral.Type) else { return answer }
         word.pointee.store(UInt(bitPattern: ObjectIdentifier(type)) | (answer ? 1 : 0), ordering: .relaxed)
         return answer
     }
