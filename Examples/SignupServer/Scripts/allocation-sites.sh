@@ -53,14 +53,19 @@ print(f"allocations per request: scoped {sum(scoped.values()) / requests:.2f}, "
       f"hand-wired {sum(direct.values()) / requests:.2f}")
 rows = [(k, (scoped[k] - direct[k]) / requests) for k in set(scoped) | set(direct)]
 rows = sorted((r for r in rows if abs(r[1]) >= 0.2), key=lambda r: -r[1])
-offsets = sorted({f for k, _ in rows for f in k if f.startswith("@")})
+frames = sorted({f for k, _ in rows for f in k})
 names = {}
+# "@object@offset": a frame without an exported name, resolved here when it is in the server's binary.
+offsets = [f for f in frames if f.startswith("@") and f.split("@")[1] == binary]
 if offsets:
-    lines = subprocess.run(["addr2line", "-f", "-e", binary] + ["0x" + f[1:] for f in offsets],
+    lines = subprocess.run(["addr2line", "-f", "-e", binary] + ["0x" + f.split("@")[2] for f in offsets],
                            capture_output=True, text=True).stdout.split("\n")
-    demangled = subprocess.run(["swift", "demangle", "--simplified"], capture_output=True, text=True,
-                               input="\n".join(lines[2 * i] for i in range(len(offsets)))).stdout.split("\n")
-    names = {f: demangled[i][:100] for i, f in enumerate(offsets)}
+    names.update({f: lines[2 * i] for i, f in enumerate(offsets)})
+# Every name demangled: those dladdr found are mangled too.
+symbols = [names.get(f, f) for f in frames]
+demangled = subprocess.run(["swift", "demangle", "--simplified"], capture_output=True, text=True,
+                           input="\n".join(symbols)).stdout.split("\n")
+names = {f: demangled[i][:100] for i, f in enumerate(frames)}
 print("per request, scoped less hand-wired, by the allocating frame and its callers:")
 for frames, difference in rows:
     print(f"{difference:+6.2f}  " + "  <  ".join(names.get(f, f) for f in frames))
