@@ -81,7 +81,7 @@ public struct _ServiceHandle: Sendable {
     nonisolated(nonsending) func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
         if isInScope {
             guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName)) }
-            return try await scope.resolve(key)
+            return try await scope.resolve(key, core: scope.core)
         }
         guard let core else { throw ServiceGraphError(Self.graphGone(Key.serviceName)) }
         guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
@@ -94,7 +94,7 @@ public struct _ServiceHandle: Sendable {
     nonisolated(nonsending) func box<Key: ServiceKey>(of key: Key.Type) async throws -> _AnyBox {
         if isInScope {
             guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName, lazy: true)) }
-            guard let slot = scope._core.slot(of: key) else { throw scope._notFoundError(key) }
+            guard let slot = scope.core.slot(of: key) else { throw scope._notFoundError(key) }
             return try await scope._box(at: slot, key: key)
         }
         guard let core else { throw ServiceGraphError(Self.graphGone(Key.serviceName, lazy: true)) }
@@ -106,7 +106,7 @@ public struct _ServiceHandle: Sendable {
     func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
         if isInScope {
             guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName)) }
-            return try scope.resolveSynchronously(key)
+            return try scope.resolveSynchronously(key, core: scope.core)
         }
         guard let core else { throw ServiceGraphError(Self.graphGone(Key.serviceName)) }
         guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }

@@ -23,10 +23,14 @@ final class DeferredSingletons: Sendable {
     }
 
     let cells: _GraphCore.ScopeCells
+    /// The cells' memory, kept as long as they are read (never used otherwise: nothing to share).
+    private nonisolated(unsafe) let cellStorage: AnyObject
     private let state = Locked(State())
 
     init(core: _GraphCore) {
-        cells = _GraphCore.ScopeCells.make(layout: _GraphCore.ScopeLayout(core: core, where: core.isDeferred))
+        (cells, cellStorage) = _GraphCore.ScopeCells.make(
+            layout: _GraphCore.ScopeLayout(core: core, where: core.isDeferred)
+        )
     }
 
     /// The created instance at `slot`, not retained; nil until it is created. The core keeps it until it

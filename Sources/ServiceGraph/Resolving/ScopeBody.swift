@@ -4,30 +4,106 @@
 /// the scope owns. Two objects, so that the graph needs no weak reference to each scope: a weak
 /// reference gives its object a side table, which a server pays for once per request scope, with cold
 /// caches.
+///
+/// One allocation: the body's fields and state are the header of its memory, and its instance cells,
+/// the creation order, the resolve gate's word and the lock's mutex are the tail (laid out by
+/// `ManagedBufferPointer`, as ``_ValueBox`` is). A server opens a scope per request, and each
+/// allocation a request makes costs it more than the work in between.
 @usableFromInline
-final class _ScopeBody: Sendable {
-    @usableFromInline
-    let _core: _GraphCore
-    /// The graph's core, for the library's code that is not inlined into clients.
-    var core: _GraphCore { _core }
-    let id: Int
-    /// Where the graph keeps this scope among its open ones (``OpenScopes``).
-    private let place: Int
-    /// The scope's kind: an index in the graph's ``_GraphCore/scopeKinds`` (0: ``ScopeKind/default``).
-    let kind: UInt16
-    /// The scope this one was opened from (a scope of the parent kind), kept alive by this one; nil for
-    /// a scope opened from the graph. It is `parentHandle?._body`, stored so that the resolve path's walk
-    /// to an outer kind's scope reads one field per step rather than two.
-    let parent: _ScopeBody?
-    /// The handle of the scope this one was opened from, kept alive by this one: that scope is not
-    /// dropped (and releases nothing) before this one finished.
-    private let parentHandle: ServiceScope?
+final class _ScopeBody: @unchecked Sendable {
+    // No stored properties: the header and the tail are the object's memory (see ``Header``).
+
+    private typealias Memory = ManagedBufferPointer<Header, _GraphCore.ScopeCells.Cell>
+
+    /// The scope's fields and state: of types whose layout this module knows only, so that the header's
+    /// is known too (a type of the concurrency library in it would make each access ask the runtime
+    /// for its layout).
+    private struct Header {
+        /// The graph's core. The inlined resolve path gets it from the handle (``ServiceScope/_core``)
+        /// rather than from here: a read through the header is a retain and a release per call.
+        let core: _GraphCore
+        let id: Int
+        /// Where the graph keeps this scope among its open ones (``OpenScopes``).
+        let place: Int
+        /// The scope's kind: an index in the graph's ``_GraphCore/scopeKinds`` (0: ``ScopeKind/default``).
+        let kind: UInt16
+        /// The scope this one was opened from (a scope of the parent kind), kept alive by this one; nil
+        /// for a scope opened from the graph. It is `parentHandle?._body`, kept so that the resolve
+        /// path's walk to an outer kind's scope reads one field per step rather than two.
+        let parent: _ScopeBody?
+        /// The handle of the scope this one was opened from, kept alive by this one: that scope is not
+        /// dropped (and releases nothing) before this one finished.
+        let parentHandle: ServiceScope?
+        /// The layout of the instance table, kept alive here for ``instances``, which views it.
+        let layout: _GraphCore.ScopeLayout
+        /// The created instances, read without a lock: a view of the tail's first cells.
+        let instances: _GraphCore.ScopeCells
+        /// Where the tail's parts are, in cells from its start (see ``TailLayout``).
+        let tail: TailLayout
+        /// Read and written under the scope's lock only.
+        var state = State()
+    }
+
+    /// The tail: the instance table (the cells and the creation order), then the resolve gate's word
+    /// and the lock's mutex, each at a whole number of cells.
+    private struct TailLayout {
+        let cellCount: Int
+        let gate: Int
+        let mutex: Int
+        let capacity: Int
+
+        init(_ layout: _GraphCore.ScopeLayout) {
+            cellCount = layout.count
+            let tableCount = _GraphCore.ScopeCells.memoryCount(for: layout)
+            _internalInvariant(
+                tableCount * MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
+                    >= cellCount * (MemoryLayout<_GraphCore.ScopeCells.Cell>.stride + MemoryLayout<Int32>.stride),
+                "the creation order runs into the gate"
+            )
+            gate = tableCount
+            mutex = gate + Self.cells(for: ResolveGate.self)
+            capacity = mutex + Self.cells(for: PlatformMutex.Storage.self)
+        }
+
+        /// The cells a value of `type` takes.
+        private static func cells<T: ~Copyable>(for type: T.Type) -> Int {
+            let cell = MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
+            precondition(MemoryLayout<T>.alignment <= cell, "\(T.self) is aligned beyond a cell")
+            return (MemoryLayout<T>.size + cell - 1) / cell
+        }
+    }
+
+    @inline(__always)
+    private var header: UnsafeMutablePointer<Header> {
+        // Safety: the object is made by `make` as a buffer of this layout; the pointer is used while the
+        // object lives (by its own methods).
+        Memory(unsafeBufferObject: self).withUnsafeMutablePointerToHeader { $0 }
+    }
+
+    /// The part of the tail `offset` cells from its start.
+    @inline(__always)
+    private func tail<T: ~Copyable>(at offset: Int, as type: T.Type) -> UnsafeMutablePointer<T> {
+        let tail = Memory(unsafeBufferObject: self).withUnsafeMutablePointerToElements { $0 }
+        return UnsafeMutableRawPointer(tail + offset).assumingMemoryBound(to: T.self)
+    }
+
+    /// The graph's core, for the library's code that is not inlined into clients (the inlined resolve
+    /// path is given it: see ``Header/core``).
+    var core: _GraphCore { header.pointee.core }
+    private var _core: _GraphCore { header.pointee.core }
+    var id: Int { header.pointee.id }
+    private var place: Int { header.pointee.place }
+    var kind: UInt16 { header.pointee.kind }
+    var parent: _ScopeBody? { header.pointee.parent }
     /// The created instances, read without a lock.
-    private let instances: _GraphCore.ScopeCells
+    private var instances: _GraphCore.ScopeCells { header.pointee.instances }
     /// The resolves in flight, which a close waits for.
-    private let resolves = ResolveGate()
-    /// The scope's state under its lock, in the same allocation as ``instances`` (see ``Storage``).
-    private let state: StateLock
+    private var resolves: UnsafeMutablePointer<ResolveGate> { tail(at: header.pointee.tail.gate, as: ResolveGate.self) }
+    /// The scope's state under its lock.
+    private var state: StateLock {
+        let header = self.header
+        return StateLock(mutex: tail(at: header.pointee.tail.mutex, as: PlatformMutex.Storage.self), header: header)
+    }
 
     private enum LookupStep {
         case ready
@@ -64,8 +140,11 @@ final class _ScopeBody: Sendable {
         /// what they owned): this one's close waits for them all.
         var unfinishedChildren = 0
         var childWaiters: [CheckedContinuation<Void, Never>] = []
-        /// The close waiting for the resolves in flight to return (see ``ResolveGate``).
-        var drainWaiter: CheckedContinuation<Void, Never>?
+        /// The close waiting for the resolves in flight to return (see ``ResolveGate``): one at most. An
+        /// array rather than an optional: an optional of a type of the concurrency library (whose layout
+        /// is not known to this module) would make the state's layout, and the header's, known only at
+        /// run time.
+        var drainWaiters: [CheckedContinuation<Void, Never>] = []
 
         /// Records the instance just created at `slot`, whose `willRemove` the scope owes if `hooks`.
         mutating func noteCreated(_ slot: Int, hooks: InstanceHooks?, in instances: _GraphCore.ScopeCells) {
@@ -104,7 +183,7 @@ final class _ScopeBody: Sendable {
 
     /// A scope of `graph` given its seeds: each is published at once, and listed first among the
     /// created instances (in slot order), so it is released last.
-    init(
+    static func make(
         graph: ServiceGraph,
         layout: _GraphCore.ScopeLayout,
         id: Int,
@@ -112,109 +191,76 @@ final class _ScopeBody: Sendable {
         seeding: Seeding = .placed([]),
         kind: UInt16 = 0,
         parent: ServiceScope? = nil
-    ) {
-        self._core = graph._core
-        self.id = id
-        self.place = place
-        self.kind = kind
-        self.parent = parent?._body
-        self.parentHandle = parent
-        // The state made in place, not copied in: a copy retains each reference the state holds.
-        let core = graph._core
-        (instances, state) = Storage.make(layout: layout) { state, instances in
-            state.graph = graph
-            switch seeding {
-            case .exact(let seeds):
-                let seedSlots = core.seedSlots(ofKind: kind)
-                for (position, seed) in seeds.enumerated() {
-                    // Safety: each seed's key has a slot (``_GraphCore/seedsArePlainAndExact(_:kind:)``).
-                    instances.publish(seed.box, at: core.slot(of: seed, at: position, of: seedSlots).unsafelyUnwrapped)
-                }
-                for slot in seedSlots { state.noteCreated(slot, hooks: nil, in: instances) }
-            case .placed(let seeds):
-                for placed in seeds {
-                    instances.publish(placed.seed.box, at: placed.slot)
-                    // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
-                    let owned = placed.isOwned
-                    state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
-                    if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
-                }
+    ) -> _ScopeBody {
+        let tail = TailLayout(layout)
+        let memory = Memory(bufferClass: _ScopeBody.self, minimumCapacity: tail.capacity) { buffer, _ in
+            // Safety: the tail's memory is there, uninitialized; its table is initialized here, the rest
+            // below, before anything reads it; all of it is deinitialized in `deinit`.
+            let memory = Memory(unsafeBufferObject: buffer).withUnsafeMutablePointerToElements { $0 }
+            return Header(
+                core: graph._core,
+                id: id,
+                place: place,
+                kind: kind,
+                parent: parent?._body,
+                parentHandle: parent,
+                layout: layout,
+                instances: _GraphCore.ScopeCells.initialize(at: memory, layout: layout),
+                tail: tail
+            )
+        }
+        // Safety: the buffer is an instance of the class it was made with.
+        let scope = unsafeDowncast(memory.buffer, to: _ScopeBody.self)
+        scope.resolves.initialize(to: ResolveGate())
+        PlatformMutex.initialize(scope.tail(at: tail.mutex, as: PlatformMutex.Storage.self))
+        // The state filled in place, not copied in: a copy retains each reference the state holds.
+        let header = scope.header
+        header.pointee.state.graph = graph
+        scope.seed(&header.pointee.state, with: seeding)
+        return scope
+    }
+
+    /// Publishes the scope's seeds and lists them as its first creations: see
+    /// ``make(graph:layout:id:place:seeding:kind:parent:)``.
+    @inline(__always)
+    private func seed(_ state: inout State, with seeding: Seeding) {
+        let (core, instances) = (header.pointee.core, header.pointee.instances)
+        switch seeding {
+        case .exact(let seeds):
+            let seedSlots = core.seedSlots(ofKind: kind)
+            for (position, seed) in seeds.enumerated() {
+                // Safety: each seed's key has a slot (``_GraphCore/seedsArePlainAndExact(_:kind:)``).
+                instances.publish(seed.box, at: core.slot(of: seed, at: position, of: seedSlots).unsafelyUnwrapped)
+            }
+            for slot in seedSlots { state.noteCreated(slot, hooks: nil, in: instances) }
+        case .placed(let seeds):
+            for placed in seeds {
+                instances.publish(placed.seed.box, at: placed.slot)
+                // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
+                let owned = placed.isOwned
+                state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
+                if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
             }
         }
     }
 
-    /// A scope's state, its lock and its instance cells, in one allocation (two before: the lock's
-    /// storage and the cell table's): a server opens a scope per request, and each allocation a request
-    /// makes costs it more than the work in between.
-    private final class Storage: ManagedBuffer<Storage.Header, _GraphCore.ScopeCells.Cell> {
-        struct Header {
-            var state: State
-            /// How many cells the instance table has, and where the mutex is, after it (in cells).
-            let cellCount: Int
-            let mutexOffset: Int
-        }
-
-        /// The cells the mutex takes after the table.
-        private static var mutexCells: Int {
-            let cell = MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
-            precondition(MemoryLayout<PlatformMutex.Storage>.alignment <= cell, "a mutex aligned beyond a cell")
-            return (MemoryLayout<PlatformMutex.Storage>.size + cell - 1) / cell
-        }
-
-        /// A scope's instance table for `layout` and its state, which `setUp` fills in given the table (to
-        /// publish the seeds in it).
-        static func make(
-            layout: _GraphCore.ScopeLayout,
-            state setUp: (inout State, _GraphCore.ScopeCells) -> Void
-        ) -> (_GraphCore.ScopeCells, StateLock) {
-            let tableCount = _GraphCore.ScopeCells.memoryCount(for: layout)
-            _internalInvariant(
-                tableCount * MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
-                    >= layout.count * (MemoryLayout<_GraphCore.ScopeCells.Cell>.stride + MemoryLayout<Int32>.stride),
-                "the creation order runs into the mutex"
-            )
-            // Safety: `create` makes an instance of the class it is called on; the header is made below,
-            // before anything reads it.
-            let storage = unsafeDowncast(
-                create(minimumCapacity: tableCount + mutexCells) { _ in
-                    Header(state: State(), cellCount: layout.count, mutexOffset: tableCount)
-                },
-                to: Storage.self
-            )
-            return storage.withUnsafeMutablePointers { header, memory in
-                // Safety: the memory stays valid while the storage lives, which the table keeps; the mutex
-                // is initialized here and destroyed in `deinit`.
-                let instances = _GraphCore.ScopeCells.initialize(at: memory, layout: layout, owner: storage)
-                let mutex = UnsafeMutableRawPointer(memory + tableCount).bindMemory(
-                    to: PlatformMutex.Storage.self,
-                    capacity: 1
-                )
-                PlatformMutex.initialize(mutex)
-                setUp(&header.pointee.state, instances)
-                return (instances, StateLock(mutex: mutex, header: header))
-            }
-        }
-
-        deinit {
-            withUnsafeMutablePointers { header, memory in
-                _GraphCore.ScopeCells.deinitialize(memory, count: header.pointee.cellCount)
-                let mutex = UnsafeMutableRawPointer(memory + header.pointee.mutexOffset).assumingMemoryBound(
-                    to: PlatformMutex.Storage.self
-                )
-                PlatformMutex.destroy(mutex)
-            }
-        }
+    deinit {
+        let tail = header.pointee.tail
+        _GraphCore.ScopeCells.deinitialize(self.tail(at: 0, as: _GraphCore.ScopeCells.Cell.self), count: tail.cellCount)
+        resolves.deinitialize(count: 1)
+        PlatformMutex.destroy(self.tail(at: tail.mutex, as: PlatformMutex.Storage.self))
+        header.deinitialize(count: 1)
     }
 
-    /// The scope's state and its mutex, in its ``Storage``, which ``instances`` keeps alive.
+    /// The scope's state and its mutex, in the scope's memory.
     private struct StateLock: @unchecked Sendable {
         let mutex: UnsafeMutablePointer<PlatformMutex.Storage>
-        let header: UnsafeMutablePointer<Storage.Header>
+        let header: UnsafeMutablePointer<Header>
 
         func withLock<Result, Failure: Error>(
             _ body: (inout State) throws(Failure) -> Result
         ) throws(Failure) -> Result {
-            try PlatformMutex.withLock(mutex, header) { (header: inout Storage.Header) throws(Failure) in
+            try PlatformMutex.withLock(mutex, header) { (header: inout Header) throws(Failure) in
                 try body(&header.state)
             }
         }
@@ -225,14 +271,14 @@ final class _ScopeBody: Sendable {
     /// shutdown waits for.
     func handleDropped() {
         // Closed: the close held the handle until it finished, so it has, and left nothing to release.
-        if resolves.isClosing { return }
+        if resolves.pointee.isClosing { return }
         let isDrained = state.withLock { state -> Bool? in
             guard case .run = state.closing.start() else { return nil }
             _ = state.closing.finish(with: [])
             // A resolve may be in flight without the handle: a provider's or a lazy handle's, which hold
             // this body. New ones are refused; what the scope owns is released once those have returned.
-            resolves.close()
-            return resolves.isDrained
+            resolves.pointee.close()
+            return resolves.pointee.isDrained
         }
         guard let isDrained else { return }
         if isDrained {
@@ -285,7 +331,10 @@ final class _ScopeBody: Sendable {
     /// See ``ServiceScope/resolve(_:)``.
     @inlinable
     @inline(__always)
-    nonisolated(nonsending) func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+    nonisolated(nonsending) func resolve<Key: ServiceKey>(
+        _ key: Key.Type,
+        core _core: _GraphCore
+    ) async throws -> Key.Value {
         guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
         // One call out of line: counts the resolve in flight and reads the scope's cell for `slot`.
         let entry = _enter(at: slot)
@@ -323,7 +372,7 @@ final class _ScopeBody: Sendable {
 
     /// See ``ServiceScope/resolveSynchronously(_:)``.
     @inlinable
-    func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
+    func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type, core _core: _GraphCore) throws -> Key.Value {
         guard let slot = _core.slot(of: key) else { throw _notFoundError(key) }
         let entry = _enter(at: slot)
         if case .refused = entry { throw _closedError(key) }
@@ -357,7 +406,7 @@ final class _ScopeBody: Sendable {
     /// One call for both, as the read of a created instance is the scope's hot path.
     @usableFromInline
     func _enter(at slot: Int) -> _Entry {
-        switch resolves.enter() {
+        switch resolves.pointee.enter() {
         case .entered: break
         case .refused: return .refused
         case .refusedLast:
@@ -413,16 +462,16 @@ final class _ScopeBody: Sendable {
     /// Ends a resolve started by ``_enter(at:)``.
     @usableFromInline
     func _leave() {
-        if resolves.leave() { resumeDrainWaiter() }
+        if resolves.pointee.leave() { resumeDrainWaiter() }
     }
 
     /// Resumes the close waiting for the resolves in flight, if it waits: the last one has left.
     private func resumeDrainWaiter() {
-        let waiter = state.withLock { state in
-            defer { state.drainWaiter = nil }
-            return state.drainWaiter
+        let waiters = state.withLock { state in
+            defer { state.drainWaiters = [] }
+            return state.drainWaiters
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Waits until no resolve is in flight; only after `resolves.close()`, and by the one close.
@@ -431,8 +480,8 @@ final class _ScopeBody: Sendable {
             // Checked under the lock that the last resolve takes to find the waiter, so that either it
             // finds the waiter or this finds the resolves gone.
             let isDrained = state.withLock { state in
-                if resolves.isDrained { return true }
-                state.drainWaiter = waiter
+                if resolves.pointee.isDrained { return true }
+                state.drainWaiters.append(waiter)
                 return false
             }
             if isDrained { waiter.resume() }
@@ -477,7 +526,7 @@ final class _ScopeBody: Sendable {
     /// open, not retained: the caller is a resolve in flight, which keeps it alive.
     @usableFromInline
     func _createdBox(at slot: Int) -> _GraphCore._PublishedBox? {
-        guard !resolves.isClosing else { return nil }
+        guard !resolves.pointee.isClosing else { return nil }
         return instances.box(at: slot)
     }
 
@@ -540,7 +589,7 @@ final class _ScopeBody: Sendable {
             // Being made by this task (or the one that asked for it): waiting would never end.
             if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
             try await wait(for: creation, at: slot)
-            if case .inline = creation, instances.box(at: slot) == nil, !resolves.isClosing { return nil }
+            if case .inline = creation, instances.box(at: slot) == nil, !resolves.pointee.isClosing { return nil }
         case .closed:
             throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
         }
@@ -824,7 +873,7 @@ final class _ScopeBody: Sendable {
         let taken = state.withLock { state -> (count: Int, callerSeedClaims: [InstanceHooks])? in
             guard
                 !state.closing.hasStarted, state.owedHooks.isEmpty, state.creating.isEmpty,
-                state.children.isEmpty, state.unfinishedChildren == 0, resolves.closeIfIdle()
+                state.children.isEmpty, state.unfinishedChildren == 0, resolves.pointee.closeIfIdle()
             else { return nil }
             _ = state.closing.start()
             defer { state.callerSeedClaims = [] }
@@ -852,8 +901,8 @@ final class _ScopeBody: Sendable {
             switch state.closing.start() {
             case .run:
                 if state.children.isEmpty && state.unfinishedChildren == 0 && state.creating.isEmpty {
-                    resolves.close()
-                    if resolves.isDrained {
+                    resolves.pointee.close()
+                    if resolves.pointee.isDrained {
                         defer { state.callerSeedClaims = [] }
                         return .closeNow(state.takeCreated(), callerSeedClaims: state.callerSeedClaims)
                     }
@@ -886,8 +935,8 @@ final class _ScopeBody: Sendable {
             }
             // Once closing, no child is added: none unfinished then, none to wait for.
             if hasUnfinishedChildren { await waitForChildren() }
-            resolves.close()
-            if !resolves.isDrained { await resolvesDrained() }
+            resolves.pointee.close()
+            if !resolves.pointee.isDrained { await resolvesDrained() }
             for (slot, creation) in pending {
                 _ = try? await wait(for: creation, at: slot)
             }

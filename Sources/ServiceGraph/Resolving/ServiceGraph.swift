@@ -292,7 +292,7 @@ public final class ServiceGraph: Sendable {
         let names = reportsOpening ? scopeOpenedNames(kind: kind) : nil
         return try state.withLock { state throws(ServiceGraphError) in
             guard !state.shutdown.hasStarted else { throw newScopeRefused() }
-            let scope = _ScopeBody(
+            let scope = _ScopeBody.make(
                 graph: self,
                 layout: state.scopeLayout ?? makeScopeLayout(&state),
                 id: state.nextID,

@@ -14,9 +14,14 @@ public final class ServiceScope: Sendable {
     /// The scope itself, which the graph holds too while the scope is open (see ``_ScopeBody``).
     @usableFromInline
     let _body: _ScopeBody
+    /// The graph's core, which the body has too: kept here for the inlined resolve path, which reads a
+    /// handle's field without a retain where it would retain one read through the body's memory.
+    @usableFromInline
+    let _core: _GraphCore
 
     init(_ body: _ScopeBody) {
         self._body = body
+        self._core = body.core
     }
 
     /// A scope released without ``close()`` releases its instances, most recent first; the hooks it
@@ -32,7 +37,7 @@ public final class ServiceScope: Sendable {
     ///
     /// - Complexity: O(1), no lock.
     public subscript<Key: ServiceKey>(key: Key.Type) -> Key.Value {
-        _body._core.singletonOrTrap(key)
+        _core.singletonOrTrap(key)
     }
 
     /// Resolves `key` in this scope: the scope's instance of a scoped service (created on first use),
@@ -50,7 +55,7 @@ public final class ServiceScope: Sendable {
     @inlinable
     @inline(__always)
     nonisolated(nonsending) public func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        try await _body.resolve(key)
+        try await _body.resolve(key, core: _core)
     }
 
     /// Resolves `key` without suspending: a singleton, a seed of the scope, or a transient whose chain is
@@ -62,7 +67,7 @@ public final class ServiceScope: Sendable {
     /// - Complexity: As ``ServiceGraph/resolveSynchronously(_:)``: a chain of any depth.
     @inlinable
     public func resolveSynchronously<Key: ServiceKey>(_ key: Key.Type) throws -> Key.Value {
-        try _body.resolveSynchronously(key)
+        try _body.resolveSynchronously(key, core: _core)
     }
 
     /// Closes the scope: waits for instances being created, then calls ``LifecycleHooks/willRemove()``

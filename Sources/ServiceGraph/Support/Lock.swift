@@ -89,7 +89,7 @@ final class Locked<State>: @unchecked Sendable {
 #endif
 
 /// A `pthread_mutex_t` in memory its owner allocated and keeps in place: for an object that holds its
-/// lock in its own allocation (a scope's state, lock and instance cells are one allocation, see
+/// lock in its own allocation (a scope's fields, state, lock and instance cells are one allocation, see
 /// ``_ScopeBody``), where ``Locked`` would be a second one. A pthread mutex on every platform, which the
 /// thread sanitizer understands.
 enum PlatformMutex {

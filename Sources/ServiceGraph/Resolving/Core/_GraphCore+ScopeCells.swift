@@ -14,11 +14,11 @@ extension _GraphCore {
     struct ScopeCells: @unchecked Sendable {
         typealias Cell = Atomic<Unmanaged<_AnyBox>?>
 
-        /// What keeps the cells' memory alive: a storage of their own, or the object whose allocation
-        /// they are part of (a scope's, see ``_ScopeBody``).
-        private let owner: AnyObject
-        /// The layout and the first cell, kept here: read on every resolve of a scoped instance.
-        private let layout: ScopeLayout
+        /// The layout's memory (see ``ScopeLayout/Memory``), kept here: read on every resolve of a scoped
+        /// instance. Plain pointers, so that a view of a table is trivial to copy and to use: what holds
+        /// the table's memory (a scope's header, see ``_ScopeBody``, or the table's own storage, see
+        /// ``make(layout:)``) keeps the layout.
+        private let layout: ScopeLayout.Memory
         /// One cell per scoped slot, in the order of ``ScopeLayout``.
         private let cells: UnsafeMutablePointer<Cell>
         /// The slots of the instances the scope created, in creation order, after the cells in the same
@@ -45,29 +45,26 @@ extension _GraphCore {
             return max(layout.count + orderCells, 1)
         }
 
-        /// A table in a storage of its own.
-        static func make(layout: ScopeLayout) -> ScopeCells {
+        /// A table in a storage of its own, which the caller keeps as long as it uses the table.
+        static func make(layout: ScopeLayout) -> (cells: ScopeCells, storage: AnyObject) {
             // Safety: `create` makes an instance of the class it is called on.
             let storage = unsafeDowncast(
                 Storage.create(minimumCapacity: memoryCount(for: layout)) { _ in layout },
                 to: Storage.self
             )
-            // Safety: the memory stays valid while the storage lives, which the table keeps.
-            return initialize(at: storage.withUnsafeMutablePointerToElements { $0 }, layout: layout, owner: storage)
+            // Safety: the memory stays valid while the storage lives, which the caller keeps; the storage's
+            // header keeps the layout.
+            return (initialize(at: storage.withUnsafeMutablePointerToElements { $0 }, layout: layout), storage)
         }
 
-        /// A table in the memory at `memory` (``memoryCount(for:)`` cells), which `owner` keeps and
-        /// releases with ``deinitialize(_:count:)`` when it ends.
-        static func initialize(
-            at memory: UnsafeMutablePointer<Cell>,
-            layout: ScopeLayout,
-            owner: AnyObject
-        ) -> ScopeCells {
+        /// A table in the memory at `memory` (``memoryCount(for:)`` cells), which its owner keeps, with
+        /// `layout`, and releases with ``deinitialize(_:count:)`` when it ends.
+        static func initialize(at memory: UnsafeMutablePointer<Cell>, layout: ScopeLayout) -> ScopeCells {
             let count = layout.count
             for index in 0..<count { (memory + index).initialize(to: Atomic(nil)) }
             // Safety: plain slots after the cells, within the memory's ``memoryCount(for:)`` cells.
             let order = UnsafeMutableRawPointer(memory + count).bindMemory(to: Int32.self, capacity: count)
-            return ScopeCells(owner: owner, layout: layout, cells: memory, order: order)
+            return ScopeCells(layout: layout.memory, cells: memory, order: order)
         }
 
         /// Releases what the `count` cells at `cells` still hold, and deinitializes them: their owner's end.
@@ -152,14 +149,39 @@ extension _GraphCore {
     /// Where each scoped service of a graph has its cell in a scope's ``ScopeCells``: made once per
     /// graph, on its first scope, and shared by all its scopes.
     final class ScopeLayout: @unchecked Sendable {
-        /// Per slot of the graph: the index of its cell, or -1 when the service is not scoped.
-        private let indices: [Int32]
+        /// The layout's tables, as plain pointers (see ``ScopeCells``), valid while the layout lives.
+        struct Memory {
+            /// Per slot of the graph: the index of its cell, or -1 when the service is not scoped.
+            let indices: UnsafeMutablePointer<Int32>
+            /// Per cell, whether the dynamic type last made for it has lifecycle hooks (``_HookAnswer``):
+            /// shared by the graph's scopes, so that each makes its instances without a conformance
+            /// lookup.
+            let hookAnswers: UnsafeMutablePointer<Atomic<UInt>>
+            /// How many services are scoped.
+            let count: Int
+
+            /// Where the hooks test of the instances made for the service at `slot` is remembered; nil
+            /// when it has no cell.
+            func hookAnswer(at slot: Int) -> _HookAnswer? {
+                let index = index(of: slot)
+                guard index >= 0 else { return nil }
+                return _HookAnswer(hookAnswers + index)
+            }
+
+            /// The index of the cell of the service at `slot`; -1 when it is not scoped.
+            @inline(__always)
+            func index(of slot: Int) -> Int {
+                Int(indices[slot])
+            }
+        }
+
+        /// Safety: allocated and initialized here, deinitialized and deallocated in `deinit`.
+        let memory: Memory
+        /// The number of slots of the graph: the length of ``Memory/indices``.
+        private let slotCount: Int
+
         /// How many services are scoped.
-        let count: Int
-        /// Per cell, whether the dynamic type last made for it has lifecycle hooks (``_HookAnswer``):
-        /// shared by the graph's scopes, so that each makes its instances without a conformance lookup.
-        /// Safety: atomic words, initialized here and deinitialized in `deinit`.
-        private let hookAnswers: UnsafeMutablePointer<Atomic<UInt>>
+        var count: Int { memory.count }
 
         convenience init(core: _GraphCore) {
             self.init(core: core) { core.lifetime(of: $0) == .scoped }
@@ -168,34 +190,38 @@ extension _GraphCore {
         /// A layout of the services `isIncluded` accepts (the singletons a graph creates on first use
         /// have their cells too, see ``DeferredSingletons``).
         init(core: _GraphCore, where isIncluded: (Int) -> Bool) {
-            var indices = Array(repeating: Int32(-1), count: core.count)
+            let indices = UnsafeMutablePointer<Int32>.allocate(capacity: core.count)
             var count = 0
-            for slot in 0..<core.count where isIncluded(slot) {
-                indices[slot] = Int32(count)
-                count += 1
+            for slot in 0..<core.count {
+                if isIncluded(slot) {
+                    (indices + slot).initialize(to: Int32(count))
+                    count += 1
+                } else {
+                    (indices + slot).initialize(to: -1)
+                }
             }
-            self.indices = indices
-            self.count = count
-            hookAnswers = .allocate(capacity: count)
+            let hookAnswers = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: count)
             for index in 0..<count { (hookAnswers + index).initialize(to: Atomic(0)) }
+            memory = Memory(indices: indices, hookAnswers: hookAnswers, count: count)
+            slotCount = core.count
         }
 
         deinit {
-            hookAnswers.deinitialize(count: count)
-            hookAnswers.deallocate()
+            memory.hookAnswers.deinitialize(count: memory.count)
+            memory.hookAnswers.deallocate()
+            memory.indices.deinitialize(count: slotCount)
+            memory.indices.deallocate()
         }
 
         /// Where the hooks test of the instances made for the service at `slot` is remembered; nil when
         /// it has no cell.
         func hookAnswer(at slot: Int) -> _HookAnswer? {
-            let index = index(of: slot)
-            guard index >= 0 else { return nil }
-            return _HookAnswer(hookAnswers + index)
+            memory.hookAnswer(at: slot)
         }
 
         /// The index of the cell of the service at `slot`; -1 when it is not scoped.
         func index(of slot: Int) -> Int {
-            Int(indices[slot])
+            memory.index(of: slot)
         }
     }
 }
