@@ -79,15 +79,21 @@ public struct _ServiceHandle: Sendable {
     }
 
     nonisolated(nonsending) func resolve<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
-        if isInScope {
-            guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName)) }
-            return try await scope.resolve(key, core: scope.core)
-        }
+        if isInScope { return try await resolveInScope(key) }
         guard let core else { throw ServiceGraphError(Self.graphGone(Key.serviceName)) }
         guard let slot = core.slot(of: key) else { throw core.notFoundError(key) }
         guard !core.isShutDown() else { throw core.shutDownError(key) }
         if core.resolvesSynchronously(slot) { return try core.valueSynchronously(at: slot, as: key, in: nil) }
         return _unsafeValue(of: try await core.boxAwaiting(at: slot, in: nil), as: Key.Value.self)
+    }
+
+    /// ``resolve(_:)`` for a handle made in a scope: out of line, so that the graph's handles, the usual
+    /// ones, await in a frame of their own size (the scope's resolve, inlined, made it larger than the
+    /// task's first slab of memory: an allocation per call).
+    @inline(never)
+    private nonisolated(nonsending) func resolveInScope<Key: ServiceKey>(_ key: Key.Type) async throws -> Key.Value {
+        guard let scope else { throw ServiceGraphError(Self.scopeGone(Key.serviceName)) }
+        return try await scope.resolve(key, core: scope.core)
     }
 
     /// The instance for `key` as the graph or scope holds it (see ``_AnyBox``): what a ``Lazy`` keeps.

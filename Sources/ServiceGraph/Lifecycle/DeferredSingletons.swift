@@ -23,7 +23,7 @@ final class DeferredSingletons: Sendable {
     }
 
     let cells: _GraphCore.ScopeCells
-    /// The cells' memory, kept as long as they are read (never used otherwise: nothing to share).
+    /// The cells' memory, kept as long as they are read (only kept alive, never read).
     private nonisolated(unsafe) let cellStorage: AnyObject
     private let state = Locked(State())
 

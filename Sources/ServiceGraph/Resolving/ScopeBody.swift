@@ -15,9 +15,10 @@ final class _ScopeBody: @unchecked Sendable {
 
     private typealias Memory = ManagedBufferPointer<Header, _GraphCore.ScopeCells.Cell>
 
-    /// The scope's fields and state: of types whose layout this module knows only, so that the header's
-    /// is known too (a type of the concurrency library in it would make each access ask the runtime
-    /// for its layout).
+    /// The scope's fields, immutable (its state is in the tail, under the lock, so that no write under
+    /// the lock is to the memory the resolve path reads without it). Of types whose layout this module
+    /// knows only, as the state's, so that each access is at an offset known when compiling (a type of
+    /// the concurrency library in either would make each access ask the runtime for the layout).
     private struct Header {
         /// The graph's core. The inlined resolve path gets it from the handle (``ServiceScope/_core``)
         /// rather than from here: a read through the header is a retain and a release per call.
@@ -38,18 +39,22 @@ final class _ScopeBody: @unchecked Sendable {
         let layout: _GraphCore.ScopeLayout
         /// The created instances, read without a lock: a view of the tail's first cells.
         let instances: _GraphCore.ScopeCells
-        /// Where the tail's parts are, in cells from its start (see ``TailLayout``).
+        /// The tail's length (see ``TailLayout``).
         let tail: TailLayout
-        /// Read and written under the scope's lock only.
-        var state = State()
     }
 
-    /// The tail: the instance table (the cells and the creation order), then the resolve gate's word
-    /// and the lock's mutex, each at a whole number of cells.
+    /// The tail: the scope's ``State`` (read and written under the lock only), the resolve gate's word
+    /// and the lock's mutex, at offsets known when compiling (their types' layouts are), then the
+    /// instance table (the cells and the creation order), whose length is the scope layout's. Each part
+    /// at a whole number of cells.
     private struct TailLayout {
+        // Computed, not stored: constants once inlined, where a static stored property is a lazy global.
+        @inline(__always) static var state: Int { 0 }
+        @inline(__always) static var gate: Int { state + cells(for: State.self) }
+        @inline(__always) static var mutex: Int { gate + cells(for: ResolveGate.self) }
+        @inline(__always) static var table: Int { mutex + cells(for: PlatformMutex.Storage.self) }
+
         let cellCount: Int
-        let gate: Int
-        let mutex: Int
         let capacity: Int
 
         init(_ layout: _GraphCore.ScopeLayout) {
@@ -58,17 +63,19 @@ final class _ScopeBody: @unchecked Sendable {
             _internalInvariant(
                 tableCount * MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
                     >= cellCount * (MemoryLayout<_GraphCore.ScopeCells.Cell>.stride + MemoryLayout<Int32>.stride),
-                "the creation order runs into the gate"
+                "the creation order runs past the tail"
             )
-            gate = tableCount
-            mutex = gate + Self.cells(for: ResolveGate.self)
-            capacity = mutex + Self.cells(for: PlatformMutex.Storage.self)
+            capacity = Self.table + tableCount
         }
 
         /// The cells a value of `type` takes.
+        @inline(__always)
         private static func cells<T: ~Copyable>(for type: T.Type) -> Int {
+            precondition(
+                MemoryLayout<T>.alignment <= MemoryLayout<_GraphCore.ScopeCells.Cell>.alignment,
+                "\(T.self) is aligned beyond the tail"
+            )
             let cell = MemoryLayout<_GraphCore.ScopeCells.Cell>.stride
-            precondition(MemoryLayout<T>.alignment <= cell, "\(T.self) is aligned beyond a cell")
             return (MemoryLayout<T>.size + cell - 1) / cell
         }
     }
@@ -80,7 +87,7 @@ final class _ScopeBody: @unchecked Sendable {
         Memory(unsafeBufferObject: self).withUnsafeMutablePointerToHeader { $0 }
     }
 
-    /// The part of the tail `offset` cells from its start.
+    /// The part of the tail `offset` cells from its start, bound to `T` by `make`.
     @inline(__always)
     private func tail<T: ~Copyable>(at offset: Int, as type: T.Type) -> UnsafeMutablePointer<T> {
         let tail = Memory(unsafeBufferObject: self).withUnsafeMutablePointerToElements { $0 }
@@ -98,11 +105,13 @@ final class _ScopeBody: @unchecked Sendable {
     /// The created instances, read without a lock.
     private var instances: _GraphCore.ScopeCells { header.pointee.instances }
     /// The resolves in flight, which a close waits for.
-    private var resolves: UnsafeMutablePointer<ResolveGate> { tail(at: header.pointee.tail.gate, as: ResolveGate.self) }
+    private var resolves: UnsafeMutablePointer<ResolveGate> { tail(at: TailLayout.gate, as: ResolveGate.self) }
     /// The scope's state under its lock.
     private var state: StateLock {
-        let header = self.header
-        return StateLock(mutex: tail(at: header.pointee.tail.mutex, as: PlatformMutex.Storage.self), header: header)
+        StateLock(
+            mutex: tail(at: TailLayout.mutex, as: PlatformMutex.Storage.self),
+            state: tail(at: TailLayout.state, as: State.self)
+        )
     }
 
     private enum LookupStep {
@@ -196,7 +205,7 @@ final class _ScopeBody: @unchecked Sendable {
         let memory = Memory(bufferClass: _ScopeBody.self, minimumCapacity: tail.capacity) { buffer, _ in
             // Safety: the tail's memory is there, uninitialized; its table is initialized here, the rest
             // below, before anything reads it; all of it is deinitialized in `deinit`.
-            let memory = Memory(unsafeBufferObject: buffer).withUnsafeMutablePointerToElements { $0 }
+            let elements = Memory(unsafeBufferObject: buffer).withUnsafeMutablePointerToElements { $0 }
             return Header(
                 core: graph._core,
                 id: id,
@@ -205,18 +214,30 @@ final class _ScopeBody: @unchecked Sendable {
                 parent: parent?._body,
                 parentHandle: parent,
                 layout: layout,
-                instances: _GraphCore.ScopeCells.initialize(at: memory, layout: layout),
+                instances: _GraphCore.ScopeCells.initialize(at: elements + TailLayout.table, layout: layout),
                 tail: tail
             )
         }
         // Safety: the buffer is an instance of the class it was made with.
         let scope = unsafeDowncast(memory.buffer, to: _ScopeBody.self)
-        scope.resolves.initialize(to: ResolveGate())
-        PlatformMutex.initialize(scope.tail(at: tail.mutex, as: PlatformMutex.Storage.self))
-        // The state filled in place, not copied in: a copy retains each reference the state holds.
-        let header = scope.header
-        header.pointee.state.graph = graph
-        scope.seed(&header.pointee.state, with: seeding)
+        // The tail's other parts, each bound to its type here, then read as bound.
+        memory.withUnsafeMutablePointerToElements { elements in
+            UnsafeMutableRawPointer(elements + TailLayout.gate).bindMemory(to: ResolveGate.self, capacity: 1)
+                .initialize(
+                    to: ResolveGate()
+                )
+            PlatformMutex.initialize(
+                UnsafeMutableRawPointer(elements + TailLayout.mutex).bindMemory(
+                    to: PlatformMutex.Storage.self,
+                    capacity: 1
+                )
+            )
+            // The state filled in place, not copied in: a copy retains each reference the state holds.
+            let state = UnsafeMutableRawPointer(elements + TailLayout.state).bindMemory(to: State.self, capacity: 1)
+            state.initialize(to: State())
+            state.pointee.graph = graph
+            scope.seed(&state.pointee, with: seeding)
+        }
         return scope
     }
 
@@ -245,24 +266,23 @@ final class _ScopeBody: @unchecked Sendable {
     }
 
     deinit {
-        let tail = header.pointee.tail
-        _GraphCore.ScopeCells.deinitialize(self.tail(at: 0, as: _GraphCore.ScopeCells.Cell.self), count: tail.cellCount)
+        let table = tail(at: TailLayout.table, as: _GraphCore.ScopeCells.Cell.self)
+        _GraphCore.ScopeCells.deinitialize(table, count: header.pointee.tail.cellCount)
         resolves.deinitialize(count: 1)
-        PlatformMutex.destroy(self.tail(at: tail.mutex, as: PlatformMutex.Storage.self))
+        PlatformMutex.destroy(tail(at: TailLayout.mutex, as: PlatformMutex.Storage.self))
+        tail(at: TailLayout.state, as: State.self).deinitialize(count: 1)
         header.deinitialize(count: 1)
     }
 
     /// The scope's state and its mutex, in the scope's memory.
     private struct StateLock: @unchecked Sendable {
         let mutex: UnsafeMutablePointer<PlatformMutex.Storage>
-        let header: UnsafeMutablePointer<Header>
+        let state: UnsafeMutablePointer<State>
 
         func withLock<Result, Failure: Error>(
             _ body: (inout State) throws(Failure) -> Result
         ) throws(Failure) -> Result {
-            try PlatformMutex.withLock(mutex, header) { (header: inout Header) throws(Failure) in
-                try body(&header.state)
-            }
+            try PlatformMutex.withLock(mutex, state, body)
         }
     }
 
@@ -465,7 +485,10 @@ final class _ScopeBody: @unchecked Sendable {
         if resolves.pointee.leave() { resumeDrainWaiter() }
     }
 
-    /// Resumes the close waiting for the resolves in flight, if it waits: the last one has left.
+    /// Resumes the close waiting for the resolves in flight, if it waits: the last one has left. Out of
+    /// line: inlined into ``_enter(at:)``, its continuation (of a size known only at run time) made
+    /// every resolve look up the continuation's type and size its stack frame.
+    @inline(never)
     private func resumeDrainWaiter() {
         let waiters = state.withLock { state in
             defer { state.drainWaiters = [] }

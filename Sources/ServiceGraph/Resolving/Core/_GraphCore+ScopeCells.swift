@@ -70,7 +70,8 @@ extension _GraphCore {
         /// Releases what the `count` cells at `cells` still hold, and deinitializes them: their owner's end.
         static func deinitialize(_ cells: UnsafeMutablePointer<Cell>, count: Int) {
             for index in 0..<count {
-                // Every box is taken out by the scope's close or deinit; this only guards against a leak.
+                // A scope's close takes every box out first (here this only guards against a leak); a
+                // graph's singletons created on first use are released here.
                 cells[index].exchange(nil, ordering: .relaxed)?.release()
             }
             cells.deinitialize(count: count)
@@ -159,6 +160,8 @@ extension _GraphCore {
             let hookAnswers: UnsafeMutablePointer<Atomic<UInt>>
             /// How many services are scoped.
             let count: Int
+            /// How many slots the graph has: the length of ``indices``.
+            let slotCount: Int
 
             /// Where the hooks test of the instances made for the service at `slot` is remembered; nil
             /// when it has no cell.
@@ -171,14 +174,13 @@ extension _GraphCore {
             /// The index of the cell of the service at `slot`; -1 when it is not scoped.
             @inline(__always)
             func index(of slot: Int) -> Int {
-                Int(indices[slot])
+                _internalInvariant(slot >= 0 && slot < slotCount, "slot \(slot) of \(slotCount)")
+                return Int(indices[slot])
             }
         }
 
         /// Safety: allocated and initialized here, deinitialized and deallocated in `deinit`.
         let memory: Memory
-        /// The number of slots of the graph: the length of ``Memory/indices``.
-        private let slotCount: Int
 
         /// How many services are scoped.
         var count: Int { memory.count }
@@ -202,14 +204,13 @@ extension _GraphCore {
             }
             let hookAnswers = UnsafeMutablePointer<Atomic<UInt>>.allocate(capacity: count)
             for index in 0..<count { (hookAnswers + index).initialize(to: Atomic(0)) }
-            memory = Memory(indices: indices, hookAnswers: hookAnswers, count: count)
-            slotCount = core.count
+            memory = Memory(indices: indices, hookAnswers: hookAnswers, count: count, slotCount: core.count)
         }
 
         deinit {
             memory.hookAnswers.deinitialize(count: memory.count)
             memory.hookAnswers.deallocate()
-            memory.indices.deinitialize(count: slotCount)
+            memory.indices.deinitialize(count: memory.slotCount)
             memory.indices.deallocate()
         }
 
