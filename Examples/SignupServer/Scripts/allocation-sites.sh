@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Where the allocations a request makes through the request scope come from, beyond the hand-wired
 # route's: each call site of malloc (the callers' frames, demangled) with its calls per request, scoped
-# less hand-wired, over REQUESTS sequential requests per route (curl, a connection each). heaptrack
+# less hand-wired, over REQUESTS sequential requests per route on one keep-alive connection (as the load
+# check's clients; CONNECTION_PER_REQUEST=1: a connection each, whose task then allocates the slabs of
+# its async stack, more for the deeper scoped route, a few per request). heaptrack
 # (Scripts/allocations-per-request.sh) counts them better but cannot name the callers here; this names
 # them, with Scripts/malloc-sites.c loaded into the server (glibc, gcc).
 #
@@ -26,7 +28,12 @@ for route in scoped direct; do
     # Warm: the first requests make what the server keeps (metadata, caches, pools).
     for _ in $(seq 1 30); do curl -sf "http://127.0.0.1:$port/load/$route/1" >/dev/null; done
     kill -USR1 "$server"
-    for _ in $(seq 1 "$requests"); do curl -sf "http://127.0.0.1:$port/load/$route/1" >/dev/null; done
+    if [ -n "${CONNECTION_PER_REQUEST:-}" ]; then
+        for _ in $(seq 1 "$requests"); do curl -sf "http://127.0.0.1:$port/load/$route/1" >/dev/null; done
+    else
+        # One curl for them all: one keep-alive connection, as the load check's clients use.
+        curl -sf $(for _ in $(seq 1 "$requests"); do echo "http://127.0.0.1:$port/load/$route/1"; done) >/dev/null
+    fi
     kill -USR2 "$server"
     for _ in $(seq 1 50); do [ -s "$work/sites.$server" ] && break; sleep 0.1; done
     sleep 0.2

@@ -939,10 +939,12 @@ final class _ScopeBody: @unchecked Sendable {
             case .finished: return .done
             }
         }
-        let created: (count: Int, owed: [StartedService])
+        var created: (count: Int, owed: [StartedService])
         let callerSeedClaims: [InstanceHooks]
         var childProblems: [ServiceGraphError.Problem] = []
-        switch role {
+        // Consumed: the role holds the list of hooks owed, whose references must be gone before the
+        // instances are released (see below).
+        switch consume role {
         case .done:
             return nil
         case .wait:
@@ -968,9 +970,13 @@ final class _ScopeBody: @unchecked Sendable {
                 return (state.takeCreated(), state.callerSeedClaims)
             }
         }
-        let started = created.owed
-        let problems =
-            started.isEmpty ? childProblems : childProblems + (await Lifecycle.release(started, of: _core))
+        var owed = created.owed
+        created.owed = []
+        let problems = owed.isEmpty ? childProblems : childProblems + (await Lifecycle.release(owed, of: _core))
+        // The list of hooks owed holds a reference to each instance: let go before the cells' references
+        // are, newest first, so that the instances are released in that order (a list let go after them
+        // releases them oldest first).
+        owed = []
         finishClosing(releasing: created.count, givingBack: callerSeedClaims, problems: problems)
         return problems
     }
