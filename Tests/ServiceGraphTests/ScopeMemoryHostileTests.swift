@@ -172,19 +172,6 @@ private struct SMHandles: Sendable {
     let lazyWork: Lazy<SMWorkKey>
 }
 
-/// A deterministic generator, so that a failure can be replayed.
-private struct SMRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The seeds of one test's scopes: each scope's wide value and two connections it owns, made here and
 /// held by the scope alone; the names of the owned pairs, to check their order.
 private final class SMSeeds: Sendable {
@@ -1352,7 +1339,7 @@ struct ScopeMemoryHostileTests {
         for index in 0..<40 { smProvideGenerated(index, asynchronous: index % 4 == 3, ledger: ledger, into: &builder) }
         let graph = try await builder.build()
         var (scope, seedNames) = try Self.scopeOwningTwoSeeds(graph, ledger: ledger)
-        var random = SMRandom(state: UInt64(ending) &+ 17)
+        var random = SplitMix64(seed: UInt64(ending) &+ 17)
         var made: [String] = []
         for index in (0..<40).shuffled(using: &random) {
             let service = try #require(try await scope?.resolveGenerated(index) as? SMGenerated)
