@@ -20,7 +20,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// knows only, as the state's, so that each access is at an offset known when compiling (a type of
     /// the concurrency library in either would make each access ask the runtime for the layout).
     private struct Header {
-        /// The graph's core. The inlined resolve path gets it from the handle (``ServiceScope/_core``)
+        /// The graph's core. The inlined resolve path gets it from the handle (``ServiceScope/core``)
         /// rather than from here: a read through the header is a retain and a release per call.
         let core: _GraphCore
         let id: Int
@@ -97,7 +97,6 @@ final class _ScopeBody: @unchecked Sendable {
     /// The graph's core, for the library's code that is not inlined into clients (the inlined resolve
     /// path is given it: see ``Header/core``).
     var core: _GraphCore { header.pointee.core }
-    private var _core: _GraphCore { header.pointee.core }
     var id: Int { header.pointee.id }
     private var place: Int { header.pointee.place }
     var kind: UInt16 { header.pointee.kind }
@@ -207,7 +206,7 @@ final class _ScopeBody: @unchecked Sendable {
             // below, before anything reads it; all of it is deinitialized in `deinit`.
             let elements = Memory(unsafeBufferObject: buffer).withUnsafeMutablePointerToElements { $0 }
             return Header(
-                core: graph._core,
+                core: graph.core,
                 id: id,
                 place: place,
                 kind: kind,
@@ -315,7 +314,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// ``handleDropped()``.
     private func releaseDropped() {
         let taken = state.withLock { state -> (scope: DroppedScope, graph: ServiceGraph?) in
-            for hooks in state.callerSeedClaims { _core.hookClaims.giveBack(hooks) }
+            for hooks in state.callerSeedClaims { self.core.hookClaims.giveBack(hooks) }
             state.callerSeedClaims = []
             let (count, owed) = state.takeCreated()
             let boxes = (0..<count).compactMap { instances.take(instances.slot(createdAt: $0)) }
@@ -330,7 +329,7 @@ final class _ScopeBody: @unchecked Sendable {
             parent?.childFinished(id)
             return
         }
-        let core = _core
+        let core = self.core
         // Weakly from here: the graph is let go before the shutdown this may end resumes.
         weak let weakGraph = consume graph
         core.events.send(ServiceGraphEvent(.scopeDropped, key: dropped.owedNames(in: core)))
@@ -387,7 +386,7 @@ final class _ScopeBody: @unchecked Sendable {
         if case .refused = entry { throw _closedError(key) }
         defer { _leave() }
         if case .created(let box) = entry { return box.box.takeUnretainedValue() }
-        return try await _core.boxAwaiting(at: slot, in: self)
+        return try await core.boxAwaiting(at: slot, in: self)
     }
 
     /// See ``ServiceScope/resolveSynchronously(_:)``.
@@ -435,7 +434,7 @@ final class _ScopeBody: @unchecked Sendable {
         }
         guard let box = instances.box(at: slot) else {
             // A service of an outer kind of scope, created in the outer scope: read in place too.
-            if _core.slotScopeKinds != nil, let box = outerBox(at: slot) { return .created(box) }
+            if core.slotScopeKinds != nil, let box = outerBox(at: slot) { return .created(box) }
             return .entered
         }
         return .created(box)
@@ -445,8 +444,8 @@ final class _ScopeBody: @unchecked Sendable {
     /// in this one (the outer scope closes this one, which waits for its resolves, before it releases
     /// anything); nil when the service is not an outer kind's, or not created.
     private func outerBox(at slot: Int) -> _GraphCore._PublishedBox? {
-        let owner = _core.scopeKindIndex(of: slot)
-        guard owner != kind, _core.lifetime(of: slot) == .scoped else { return nil }
+        let owner = core.scopeKindIndex(of: slot)
+        guard owner != kind, core.lifetime(of: slot) == .scoped else { return nil }
         return outerBox(at: slot, ownedBy: owner)
     }
 
@@ -470,7 +469,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// The error for `key` missing from the graph (out of line: the cold path).
     @usableFromInline
     func _notFoundError<Key: ServiceKey>(_ key: Key.Type) -> ServiceGraphError {
-        ServiceGraphError(_core.notFound(Key.serviceName, valueType: Key.valueTypeID))
+        ServiceGraphError(core.notFound(Key.serviceName, valueType: Key.valueTypeID))
     }
 
     /// The error for `key` asked of a closed scope (out of line: the cold path).
@@ -515,7 +514,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// not retained: for a resolve in flight, which keeps it alive (see ``_GraphCore/ScopeCells``).
     @usableFromInline
     func _publishedBox(at slot: Int) -> _GraphCore._PublishedBox? {
-        let owner = _core.scopeKindIndex(of: slot)
+        let owner = core.scopeKindIndex(of: slot)
         guard owner != kind else { return instances.box(at: slot) }
         return outerBox(at: slot, ownedBy: owner)
     }
@@ -526,19 +525,19 @@ final class _ScopeBody: @unchecked Sendable {
     /// - Throws: ``ServiceGraphError/Code/wrongScopeKind`` when neither this scope nor any it was opened
     ///   from is of that kind.
     func _owner(of slot: Int) throws(ServiceGraphError) -> _ScopeBody {
-        let owner = _core.scopeKindIndex(of: slot)
+        let owner = core.scopeKindIndex(of: slot)
         var scope: _ScopeBody? = self
         while let candidate = scope {
             if candidate.kind == owner { return candidate }
             scope = candidate.parent
         }
-        let name = _core.name(slot)
-        let (wanted, own) = (_core.scopeKind(of: slot), _core.scopeKinds[Int(kind)])
+        let name = core.name(slot)
+        let (wanted, own) = (core.scopeKind(of: slot), core.scopeKinds[Int(kind)])
         throw ServiceGraphError(
             .init(
                 .wrongScopeKind,
                 key: name,
-                site: _core.site(slot),
+                site: core.site(slot),
                 message: "\(name) belongs to \(wanted) scopes, and this \(own) scope is not one nor inside one; "
                     + "resolve it from a \(wanted) scope"
             )
@@ -582,7 +581,7 @@ final class _ScopeBody: @unchecked Sendable {
             // A synchronous factory is run by the first resolve, in its own task: no task to start and
             // switch to (most of a request scope's cost). Nothing in it can be cut short by the caller's
             // cancellation but the `didAdd` hook, which runs in a task of its own (``addInline(_:_:to:)``).
-            if _core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
+            if core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
                 return .create(state.startInlineCreation(at: slot))
             }
             let task = UnretainingTask.start { try await self.create(slot) }
@@ -610,15 +609,15 @@ final class _ScopeBody: @unchecked Sendable {
             finishInlineCreation(id, at: slot, throwing: nil)
         case .wait(let creation):
             // Being made by this task (or the one that asked for it): waiting would never end.
-            if _ResolutionTrail.isMaking(slot, of: self) { throw _core.reentrantError(slot) }
+            if _ResolutionTrail.isMaking(slot, of: self) { throw core.reentrantError(slot) }
             try await wait(for: creation, at: slot)
             if case .inline = creation, instances.box(at: slot) == nil, !resolves.pointee.isClosing { return nil }
         case .closed:
-            throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
+            throw ServiceGraphError(closedProblem(core.key(at: slot).serviceName))
         }
         // Made, then released by a close that came in between.
         guard let box = instances.box(at: slot) else {
-            throw ServiceGraphError(closedProblem(_core.key(at: slot).serviceName))
+            throw ServiceGraphError(closedProblem(core.key(at: slot).serviceName))
         }
         return box
     }
@@ -661,14 +660,14 @@ final class _ScopeBody: @unchecked Sendable {
     /// ``madeInPlace(_:)``) and no one is making it: the first resolve of a request-scoped service.
     @usableFromInline
     func _makeInPlace(at slot: Int) throws -> _InPlace {
-        guard _core.lifetime(of: slot) == .scoped, _core.buffers.withFactory(at: slot, { $0.isSynchronous }) else {
+        guard core.lifetime(of: slot) == .scoped, core.buffers.withFactory(at: slot, { $0.isSynchronous }) else {
             return .elsewhere
         }
         return try _owner(of: slot).makeInPlaceIfFirst(slot)
     }
 
     private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
-        guard _core.readsDependenciesInPlace(of: slot, in: self) else { return .elsewhere }
+        guard core.readsDependenciesInPlace(of: slot, in: self) else { return .elsewhere }
         let creation = state.withLock { state -> Creation.ID? in
             // Closing, created or being made meanwhile: the asynchronous path reports or waits.
             guard !state.closing.hasStarted, instances.box(at: slot) == nil, state.creating[slot] == nil else {
@@ -725,7 +724,7 @@ final class _ScopeBody: @unchecked Sendable {
     ///
     /// Nothing in it can ask the scope for the instance again and wait: the factory cannot await.
     private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks)? {
-        guard _core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
+        guard core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
         return try makeInPlace(slot)
     }
 
@@ -733,17 +732,17 @@ final class _ScopeBody: @unchecked Sendable {
     /// read in place.
     private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks) {
         do {
-            return try _core.buffers.withFactory(at: slot) { factory in
-                var resolver = _GraphCore._UnsafeResolver(core: _core, scope: self, slot: slot)
+            return try core.buffers.withFactory(at: slot) { factory in
+                var resolver = _GraphCore._UnsafeResolver(core: core, scope: self, slot: slot)
                 let box =
-                    _core.events.isEnabled(.serviceCreated)
+                    core.events.isEnabled(.serviceCreated)
                     ? try makeReportingCreation(of: slot, with: factory, &resolver)
                     : try factory.makeBoxSynchronously(&resolver)
                 let answer = instances.hookAnswer(at: slot)
-                return (box, factory.claimHooks(of: box, for: slot, in: _core.hookClaims, rememberedIn: answer))
+                return (box, factory.claimHooks(of: box, for: slot, in: core.hookClaims, rememberedIn: answer))
             }
         } catch {
-            throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
+            throw forgetCreation(at: slot, failing: core.failure(error, at: slot))
         }
     }
 
@@ -756,32 +755,32 @@ final class _ScopeBody: @unchecked Sendable {
     ) throws -> _AnyBox {
         let start = ContinuousClock.now
         let box = try factory.makeBoxSynchronously(&resolver)
-        _core.events.send(ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now)))
+        core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: .now)))
         return box
     }
 
     private nonisolated(nonsending) func makeAndAdd(_ slot: Int, inline: Bool) async throws {
-        let factory = _core.serviceFactory(at: slot)
+        let factory = core.serviceFactory(at: slot)
         let box: _AnyBox
-        let start = _core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
+        let start = core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
         do {
-            if let limit = _core.factoryTimeout, !factory.isSynchronous {
-                box = try await _core.makeBox(at: slot, in: self, within: limit)
+            if let limit = core.factoryTimeout, !factory.isSynchronous {
+                box = try await core.makeBox(at: slot, in: self, within: limit)
             } else {
-                box = try await _core.makeBox(at: slot, in: self)
+                box = try await core.makeBox(at: slot, in: self)
             }
             if let start {
-                _core.events.send(
-                    ServiceGraphEvent(.serviceCreated, key: _core.name(slot), duration: start.duration(to: .now))
+                core.events.send(
+                    ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: .now))
                 )
             }
         } catch let timeout as FactoryTimedOut {
             throw forgetCreation(
                 at: slot,
-                failing: ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: _core))
+                failing: ServiceGraphError(Lifecycle.factoryTimedOut(slot, after: timeout.limit, in: core))
             )
         } catch {
-            throw forgetCreation(at: slot, failing: _core.failure(error, at: slot))
+            throw forgetCreation(at: slot, failing: core.failure(error, at: slot))
         }
         try await add(
             box,
@@ -789,7 +788,7 @@ final class _ScopeBody: @unchecked Sendable {
             claim: factory.claimHooks(
                 of: box,
                 for: slot,
-                in: _core.hookClaims,
+                in: core.hookClaims,
                 rememberedIn: instances.hookAnswer(at: slot)
             ),
             inline: inline
@@ -810,13 +809,13 @@ final class _ScopeBody: @unchecked Sendable {
         if let hooks {
             do {
                 if inline {
-                    let core = _core
+                    let core = self.core
                     try await UnretainingTask.start { try await Lifecycle.didAdd(hooks, of: slot, in: core) }.value
                 } else {
-                    try await Lifecycle.didAdd(hooks, of: slot, in: _core)
+                    try await Lifecycle.didAdd(hooks, of: slot, in: core)
                 }
             } catch {
-                _core.hookClaims.giveBack(hooks)
+                core.hookClaims.giveBack(hooks)
                 throw forgetCreation(at: slot, failing: error)
             }
         }
@@ -972,7 +971,7 @@ final class _ScopeBody: @unchecked Sendable {
         }
         var owed = created.owed
         created.owed = []
-        let problems = owed.isEmpty ? childProblems : childProblems + (await Lifecycle.release(owed, of: _core))
+        let problems = owed.isEmpty ? childProblems : childProblems + (await Lifecycle.release(owed, of: core))
         // The list of hooks owed holds a reference to each instance: let go before the cells' references
         // are, newest first, so that the instances are released in that order (a list let go after them
         // releases them oldest first).
@@ -988,8 +987,8 @@ final class _ScopeBody: @unchecked Sendable {
         givingBack callerSeedClaims: [InstanceHooks],
         problems: [ServiceGraphError.Problem]
     ) {
-        for hooks in callerSeedClaims { _core.hookClaims.giveBack(hooks) }
-        if _core.events.isEnabled(.scopeClosed) { _core.events.send(ServiceGraphEvent(.scopeClosed)) }
+        for hooks in callerSeedClaims { core.hookClaims.giveBack(hooks) }
+        if core.events.isEnabled(.scopeClosed) { core.events.send(ServiceGraphEvent(.scopeClosed)) }
         // The scope's references dropped most recent first, as the hooks ran (no resolve reads
         // the table any more: new ones are refused, and those in flight have returned).
         for position in (0..<count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
@@ -1006,7 +1005,7 @@ final class _ScopeBody: @unchecked Sendable {
         seeding seeds: [ScopeSeed],
         from handle: ServiceScope
     ) throws(ServiceGraphError) -> ServiceScope {
-        let index = try _core.scopeKindIndex(opening: kind, inside: self.kind)
+        let index = try core.scopeKindIndex(opening: kind, inside: self.kind)
         // Reserved under this scope's lock, so that a close that starts from now on waits for the child;
         // opened outside it (opening runs the keys' and the event handler's code).
         let graph = try state.withLock { state throws(ServiceGraphError) in
@@ -1035,19 +1034,19 @@ final class _ScopeBody: @unchecked Sendable {
     }
 
     /// The scope's kind.
-    var scopeKind: ScopeKind { _core.scopeKinds[Int(kind)] }
+    var scopeKind: ScopeKind { core.scopeKinds[Int(kind)] }
 
     /// The error for `slot`, which this scope cannot resolve without suspending: a scoped service of a
     /// kind this scope is not within (no `await` would help), or one to await (out of line: cold path).
     @usableFromInline
     func _cannotResolveSynchronouslyError(_ slot: Int) -> ServiceGraphError {
-        if _core.lifetime(of: slot) == .scoped {
+        if core.lifetime(of: slot) == .scoped {
             do { _ = try _owner(of: slot) } catch { return error }
         }
         // A chain that needs a kind of scope this one is not within fails the same way when awaited:
         // say so, rather than suggest an await that cannot help.
-        if _core.slotScopeKinds != nil, let error = unreachableKind(from: slot) { return error }
-        return _core.cannotResolveSynchronouslyInScopeError(slot)
+        if core.slotScopeKinds != nil, let error = unreachableKind(from: slot) { return error }
+        return core.cannotResolveSynchronouslyInScopeError(slot)
     }
 
     /// The ``ServiceGraphError/Code/wrongScopeKind`` error of the nearest scoped service or seed that
@@ -1057,7 +1056,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// dependencies are validated with its kind). Cold: only for an error.
     private func unreachableKind(from slot: Int) -> ServiceGraphError? {
         func isUnreachable(_ service: Int) -> Bool {
-            guard _core.lifetime(of: service) == .scoped else { return false }
+            guard core.lifetime(of: service) == .scoped else { return false }
             do {
                 _ = try _owner(of: service)
                 return false
@@ -1066,10 +1065,10 @@ final class _ScopeBody: @unchecked Sendable {
             }
         }
         guard
-            let path = _core.shortestPath(
+            let path = core.shortestPath(
                 from: slot,
                 to: isUnreachable,
-                through: { _core.lifetime(of: $0) == .transient }
+                through: { core.lifetime(of: $0) == .transient }
             ),
             let unreachable = path.last
         else { return nil }
@@ -1082,7 +1081,7 @@ final class _ScopeBody: @unchecked Sendable {
                 .init(
                     problem.code,
                     key: problem.key,
-                    path: path.map(_core.name),
+                    path: path.map(core.name),
                     site: problem.site,
                     message: problem.message
                 )

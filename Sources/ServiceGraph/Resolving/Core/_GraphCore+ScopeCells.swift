@@ -213,16 +213,5 @@ extension _GraphCore {
             memory.indices.deinitialize(count: memory.slotCount)
             memory.indices.deallocate()
         }
-
-        /// Where the hooks test of the instances made for the service at `slot` is remembered; nil when
-        /// it has no cell.
-        func hookAnswer(at slot: Int) -> _HookAnswer? {
-            memory.hookAnswer(at: slot)
-        }
-
-        /// The index of the cell of the service at `slot`; -1 when it is not scoped.
-        func index(of slot: Int) -> Int {
-            memory.index(of: slot)
-        }
     }
 }
