@@ -5,7 +5,8 @@
 # SQLite. wrk drives concurrent keep-alive connections on loopback; the two routes alternate, round by
 # round (which goes first alternates too), against one server process. Reported: each route's median,
 # and the median of the rounds' own costs (1 - scoped/direct within a round), which a shared,
-# noisy machine's drift affects least.
+# noisy machine's drift affects least; beside it, the server's CPU time (user + system, from /proc) per
+# request served, each route's and the rounds' differences.
 #
 #   Scripts/load-check.sh                        # release build, 12 rounds of 5 s per route
 #   ROUNDS=1 DURATION=1s CONFIGURATION=debug Scripts/load-check.sh   # a smoke run (CI)
@@ -41,10 +42,23 @@ server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
 port="$(server_started "$work/server.log" "$server")"
 
-# One wrk run: prints "requests/s p99-ms".
+# The server's CPU time so far (user + system), in clock ticks; 0 where /proc is not there.
+server_ticks() {
+    if [ -r "/proc/$server/stat" ]; then
+        # Fields 14 and 15 (utime, stime), counted after the command name, which may hold spaces.
+        sed 's/^.*) //' "/proc/$server/stat" | awk '{ print $12 + $13 }'
+    else
+        echo 0
+    fi
+}
+ticks_per_second="$(getconf CLK_TCK 2>/dev/null || echo 100)"
+
+# One wrk run: prints "requests/s p99-ms server-CPU-µs-per-request".
 measure() {
-    local output rps p99
+    local output rps p99 requests ticks_before ticks_after
+    ticks_before="$(server_ticks)"
     output="$("${client_cpu[@]}" wrk -t "$threads" -c "$connections" -d "$duration" --latency "http://127.0.0.1:$port/load/$1/1")"
+    ticks_after="$(server_ticks)"
     if grep -qE "Non-2xx|Socket errors" <<<"$output"; then
         echo "error: /load/$1/1 answered with errors:" >&2
         echo "$output" >&2
@@ -59,7 +73,11 @@ measure() {
     fi
     # wrk prints latencies with a unit (us, ms, s): in milliseconds.
     p99="$(awk -v v="$p99" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /[^m]s$/) n *= 1000; printf "%.2f", n }')"
-    echo "$rps $p99"
+    # The server's CPU time per request served, in microseconds: a second view of the same cost, which
+    # does not depend on the client keeping the server busy.
+    requests="$(awk '/requests in/ { print $1 }' <<<"$output")"
+    awk -v r="$rps" -v p="$p99" -v n="$requests" -v a="$ticks_before" -v b="$ticks_after" -v hz="$ticks_per_second" \
+        'BEGIN { printf "%s %s %.1f\n", r, p, (n > 0 ? (b - a) * 1000000 / hz / n : 0) }'
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -68,16 +86,19 @@ measure direct >/dev/null  # warm-up
 : >"$work/direct"
 : >"$work/scoped"
 : >"$work/costs"
+: >"$work/cpu-costs"
 for round in $(seq 1 "$rounds"); do
     order="direct scoped"
     [ $((round % 2)) -eq 0 ] && order="scoped direct"
     for route in $order; do
         result="$(measure "$route")"
         echo "$result" >>"$work/$route"
-        printf 'round %s %-7s %10s requests/s   p99 %s ms\n' "$round" "$route" $result
+        printf 'round %s %-7s %10s requests/s   p99 %s ms   server CPU %s µs/request\n' "$round" "$route" $result
     done
     awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f1)" -v s="$(tail -1 "$work/scoped" | cut -d' ' -f1)" \
         'BEGIN { print (1 - s / d) * 100 }' >>"$work/costs"
+    awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f3)" -v s="$(tail -1 "$work/scoped" | cut -d' ' -f3)" \
+        'BEGIN { print s - d }' >>"$work/cpu-costs"
 done
 
 direct_rps="$(cut -d' ' -f1 "$work/direct" | median)"
@@ -86,11 +107,18 @@ direct_p99="$(cut -d' ' -f2 "$work/direct" | median)"
 scoped_p99="$(cut -d' ' -f2 "$work/scoped" | median)"
 echo
 echo "median of $rounds rounds ($configuration, $connections connections, $duration each):"
-printf '  hand-wired      %10.0f requests/s   p99 %6.2f ms\n' "$direct_rps" "$direct_p99"
-printf '  request scope   %10.0f requests/s   p99 %6.2f ms\n' "$scoped_rps" "$scoped_p99"
+direct_cpu="$(cut -d' ' -f3 "$work/direct" | median)"
+scoped_cpu="$(cut -d' ' -f3 "$work/scoped" | median)"
+printf '  hand-wired      %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' \
+    "$direct_rps" "$direct_p99" "$direct_cpu"
+printf '  request scope   %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' \
+    "$scoped_rps" "$scoped_p99" "$scoped_cpu"
 printf '  the request scope costs %.1f%% of throughput (median of the rounds; %s%% to %s%%)\n' \
     "$(median <"$work/costs")" "$(sort -g "$work/costs" | sed -n 1p | xargs printf '%.1f')" \
     "$(sort -g "$work/costs" | tail -1 | xargs printf '%.1f')"
+printf '  and %.1f µs of server CPU per request (median of the rounds; %s to %s)\n' \
+    "$(median <"$work/cpu-costs")" "$(sort -g "$work/cpu-costs" | sed -n 1p | xargs printf '%.1f')" \
+    "$(sort -g "$work/cpu-costs" | tail -1 | xargs printf '%.1f')"
 
 kill -TERM "$server"
 wait "$server"
