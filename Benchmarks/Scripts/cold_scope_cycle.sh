@@ -2,7 +2,9 @@
 # What one request scope cycle costs with cold caches: the instructions, the code and data lines it
 # fetches from memory and the allocations it makes (each costs a server more than the work around it),
 # per cycle, for the open + close of a seeded scope and for open + resolve + close
-# (Sources/ColdScopeCycle). Counted by callgrind's cache simulation, with first-level caches too small to
+# (Sources/ColdScopeCycle), and for the same request scope written by hand (`handwritten`: one object
+# holding the seeds, the service made under a `Mutex` on first use; the floor any request scope pays).
+# Counted by callgrind's cache simulation, with first-level caches too small to
 # hold anything between two accesses, so that each line a cycle touches counts once as a miss of the
 # last level: stable on a noisy machine, unlike the timings, and what a server's request pays.
 #
@@ -53,7 +55,7 @@ PY
 }
 read -r base_ir base_code base_data base_allocations < <(per_cycle none)
 printf "%-10s %13s %11s %11s %12s\n" cycle instructions code-lines data-lines allocations
-for mode in openclose full; do
+for mode in openclose full handwritten; do
     read -r ir code data allocations < <(per_cycle "$mode")
     printf "%-10s %13.0f %11.0f %11.0f %12.1f\n" "$mode" "$(echo "$ir - $base_ir" | bc)" \
         "$(echo "$code - $base_code" | bc)" "$(echo "$data - $base_data" | bc)" \

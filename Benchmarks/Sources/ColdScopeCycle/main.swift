@@ -7,7 +7,8 @@ import ServiceGraph
 // fetches from memory: what a server pays per request, where the network stack and the thread switches
 // between two requests evict the scope's code and data (a warm loop shows a tenth of it).
 //
-//   ColdScopeCycle MODE COUNT     MODE: none (the cache sweep alone), openclose, full
+//   ColdScopeCycle MODE COUNT     MODE: none (the cache sweep alone), openclose, full, handwritten (the same
+//                                 request scope written by hand: the floor)
 
 /// Runs every job on the main thread: no thread is started (valgrind follows threads poorly here), and
 /// the resolves and closes run as a request handler's do, in the caller's task.
@@ -35,6 +36,7 @@ func runCycles() async throws {
     let graph = try await makeRequestGraph()
     let logger = RequestLogger(label: "request", handler: LogHandler())
     let ids = ["request-0", "request-1"]
+    let repository = graph[SignupRepositoryKey.self]
     let sweep = UnsafeMutablePointer<UInt8>.allocate(capacity: sweepBytes)
     sweep.initialize(repeating: 1, count: sweepBytes)
     defer { sweep.deallocate() }
@@ -42,6 +44,11 @@ func runCycles() async throws {
     for cycle in 0..<count {
         for offset in stride(from: 0, to: sweepBytes, by: 64) { checksum &+= Int(sweep[offset]) }
         if mode == "none" { continue }
+        if mode == "handwritten" {
+            let scope = HandWrittenRequestScope(requestID: ids[cycle & 1], logger: logger, repository: repository)
+            checksum &+= scope.signupService().logger.label.utf8.count
+            continue
+        }
         let scope = try graph.makeScope(
             .request,
             seeding: ScopeSeed(RequestIDKey.self, ids[cycle & 1]),
