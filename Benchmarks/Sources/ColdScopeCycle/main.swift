@@ -8,7 +8,8 @@ import ServiceGraph
 // between two requests evict the scope's code and data (a warm loop shows a tenth of it).
 //
 //   ColdScopeCycle MODE COUNT     MODE: none (the cache sweep alone), openclose, full, handwritten (the same
-//                                 request scope written by hand: the floor)
+//                                 request scope written by hand: the floor); none, full and handwritten
+//                                 with -phases: cold caches before each of open, resolve and close
 
 /// Runs every job on the main thread: no thread is started (valgrind follows threads poorly here), and
 /// the resolves and closes run as a request handler's do, in the caller's task.
@@ -41,12 +42,32 @@ func runCycles() async throws {
     sweep.initialize(repeating: 1, count: sweepBytes)
     defer { sweep.deallocate() }
     var checksum = 0
-    for cycle in 0..<count {
+    // With `-phases`, the caches are made cold before each phase (open, resolve, close) rather than
+    // once per cycle: as in a server, where a request scope is opened before the handler runs, used in
+    // it and closed after it, with other code in between.
+    let phases = mode.hasSuffix("-phases")
+    let shape = phases ? String(mode.dropLast("-phases".count)) : mode
+    func coldCaches(_ phase: Bool = false) {
+        guard !phase || phases else { return }
         for offset in stride(from: 0, to: sweepBytes, by: 64) { checksum &+= Int(sweep[offset]) }
-        if mode == "none" { continue }
-        if mode == "handwritten" {
-            let scope = HandWrittenRequestScope(requestID: ids[cycle & 1], logger: logger, repository: repository)
-            checksum &+= scope.signupService().logger.label.utf8.count
+    }
+    for cycle in 0..<count {
+        coldCaches()
+        if shape == "none" {
+            coldCaches(true)
+            coldCaches(true)
+            continue
+        }
+        if shape == "handwritten" {
+            var scope: HandWrittenRequestScope? = HandWrittenRequestScope(
+                requestID: ids[cycle & 1],
+                logger: logger,
+                repository: repository
+            )
+            coldCaches(true)
+            checksum &+= scope.unsafelyUnwrapped.signupService().logger.label.utf8.count
+            coldCaches(true)
+            scope = nil
             continue
         }
         let scope = try graph.makeScope(
@@ -54,9 +75,11 @@ func runCycles() async throws {
             seeding: ScopeSeed(RequestIDKey.self, ids[cycle & 1]),
             ScopeSeed(RequestLoggerKey.self, logger)
         )
-        if mode == "full" {
+        coldCaches(true)
+        if shape == "full" {
             checksum &+= try await scope.resolve(SignupServiceKey.self).logger.label.utf8.count
         }
+        coldCaches(true)
         try await scope.close()
     }
     print(checksum)
