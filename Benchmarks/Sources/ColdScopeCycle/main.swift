@@ -47,18 +47,20 @@ func runCycles() async throws {
     // it and closed after it, with other code in between.
     let phases = mode.hasSuffix("-phases")
     let shape = phases ? String(mode.dropLast("-phases".count)) : mode
+    // Compared once: a comparison of strings in the loop would count as the cycle's.
+    let (sweepOnly, byHand, resolves) = (shape == "none", shape == "handwritten", shape == "full")
     func coldCaches(_ phase: Bool = false) {
         guard !phase || phases else { return }
         for offset in stride(from: 0, to: sweepBytes, by: 64) { checksum &+= Int(sweep[offset]) }
     }
     for cycle in 0..<count {
         coldCaches()
-        if shape == "none" {
+        if sweepOnly {
             coldCaches(true)
             coldCaches(true)
             continue
         }
-        if shape == "handwritten" {
+        if byHand {
             var scope: HandWrittenRequestScope? = HandWrittenRequestScope(
                 requestID: ids[cycle & 1],
                 logger: logger,
@@ -76,7 +78,7 @@ func runCycles() async throws {
             ScopeSeed(RequestLoggerKey.self, logger)
         )
         coldCaches(true)
-        if shape == "full" {
+        if resolves {
             checksum &+= try await scope.resolve(SignupServiceKey.self).logger.label.utf8.count
         }
         coldCaches(true)
