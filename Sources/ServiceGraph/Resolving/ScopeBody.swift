@@ -267,10 +267,12 @@ final class _ScopeBody: @unchecked Sendable {
     deinit {
         let table = tail(at: TailLayout.table, as: _GraphCore.ScopeCells.Cell.self)
         _GraphCore.ScopeCells.deinitialize(table, count: header.pointee.tail.cellCount)
-        resolves.deinitialize(count: 1)
+        // Each part taken out and destroyed as its own type (`move()`): `deinitialize(count:)` goes through
+        // the runtime's loop over an array of any type, more code fetched for each scope that ends.
+        _ = resolves.move()
         PlatformMutex.destroy(tail(at: TailLayout.mutex, as: PlatformMutex.Storage.self))
-        tail(at: TailLayout.state, as: State.self).deinitialize(count: 1)
-        header.deinitialize(count: 1)
+        _ = tail(at: TailLayout.state, as: State.self).move()
+        _ = header.move()
     }
 
     /// The scope's state and its mutex, in the scope's memory.
