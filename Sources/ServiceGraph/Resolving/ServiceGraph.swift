@@ -33,8 +33,8 @@ public final class ServiceGraph: Sendable {
         var shutdown = Teardown<[ServiceGraphError.Problem]>()
         /// Where a scope keeps each scoped instance; made on the first scope.
         var scopeLayout: _GraphCore.ScopeLayout?
-        /// Open scopes, weakly: the graph does not keep a scope alive.
-        var scopes = OpenScopes()
+        /// Open scopes, as their bodies (the caller's handle is what keeps a scope alive).
+        let scopes = OpenScopes()
         /// Live child graphs, weakly (a child keeps its parent alive, not the reverse).
         var children: [Int: WeakReference<ServiceGraph>] = [:]
         var nextID = 0
