@@ -3,14 +3,10 @@ struct EventSink: Sendable {
     let handler: (@Sendable (ServiceGraphEvent) -> Void)?
     /// The kinds the handler wants, one bit each (``ServiceGraphEvent/Kind/bit``).
     private let wanted: UInt32
-    /// ``wanted`` with a handler, 0 without: what the tests before making an event read, one load and no
-    /// look at the handler (a request scope makes them in each of its phases, with cold caches).
-    private let enabled: UInt32
 
     init(handler: (@Sendable (ServiceGraphEvent) -> Void)?, kinds: Set<ServiceGraphEvent.Kind>) {
         self.handler = handler
         self.wanted = kinds.reduce(0) { $0 | $1.bit }
-        self.enabled = handler == nil ? 0 : wanted
     }
 
     /// The kinds the handler wants, as the builder gave them (for a child graph's builder).
@@ -18,14 +14,12 @@ struct EventSink: Sendable {
 
     /// Whether there is a handler that wants some kind: a test that copies nothing, for a loop that would
     /// otherwise copy (and retain) the handler once per event it does not send.
-    @inline(__always)
-    var isEnabled: Bool { enabled != 0 }
+    var isEnabled: Bool { handler != nil && wanted != 0 }
 
     /// Whether there is a handler that wants events of `kind`: the test before making an event whose key
     /// or duration costs something to compute.
-    @inline(__always)
     func isEnabled(_ kind: ServiceGraphEvent.Kind) -> Bool {
-        enabled & kind.bit != 0
+        handler != nil && wanted & kind.bit != 0
     }
 
     func send(_ event: @autoclosure () -> ServiceGraphEvent) {
