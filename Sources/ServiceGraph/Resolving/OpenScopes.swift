@@ -23,10 +23,11 @@ final class OpenScopes {
     private var freePlaces: UnsafeMutablePointer<Int>
     private var freeCount = 0
 
-    init(capacity: Int = 0) {
-        self.capacity = capacity
-        entries = .allocate(capacity: capacity)
-        freePlaces = .allocate(capacity: capacity)
+    /// No room yet: ``grow()`` makes it when the first scope opens.
+    init() {
+        capacity = 0
+        entries = .allocate(capacity: 0)
+        freePlaces = .allocate(capacity: 0)
     }
 
     deinit {
