@@ -1,17 +1,18 @@
 import Hummingbird
 import ServiceGraph
 
-/// The sign-up API. Each handler gets its services from the request's scope.
+/// The sign-up API. Each handler gets its services from the request's scope, opened for it by
+/// ``RequestScopes``.
 enum SignupRoutes {
     struct NewSignup: Decodable {
         let email: String
         let name: String
     }
 
-    static func add(to router: RouterGroup<AppRequestContext>) {
-        router.post("/signups") { request, context -> EditedResponse<Signup> in
+    static func add(to router: Router<AppRequestContext>, scopes: RequestScopes) {
+        router.post("/signups", in: scopes) { request, context, services -> EditedResponse<Signup> in
             let input = try await request.decode(as: NewSignup.self, context: context)
-            let service = try await context.services.resolve(SignupServiceKey.self)
+            let service = try await services.resolve(SignupServiceKey.self)
             do {
                 return EditedResponse(
                     status: .created,
@@ -24,12 +25,12 @@ enum SignupRoutes {
                 }
             }
         }
-        router.get("/signups") { _, context -> [Signup] in
-            try await context.services.resolve(SignupServiceKey.self).all()
+        router.get("/signups", in: scopes) { _, _, services -> [Signup] in
+            try await services.resolve(SignupServiceKey.self).all()
         }
-        router.get("/signups/:id") { _, context -> Signup in
+        router.get("/signups/:id", in: scopes) { _, context, services -> Signup in
             let id = try context.parameters.require("id", as: Int.self)
-            guard let signup = try await context.services.resolve(SignupServiceKey.self).find(id: id) else {
+            guard let signup = try await services.resolve(SignupServiceKey.self).find(id: id) else {
                 throw HTTPError(.notFound, message: "no sign-up #\(id)")
             }
             return signup

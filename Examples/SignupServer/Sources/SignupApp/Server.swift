@@ -38,10 +38,10 @@ public enum SignupServerApp {
         logger: Logger
     ) -> some ApplicationProtocol {
         let router = Router(context: AppRequestContext.self)
-        let scoped = router.group().add(middleware: RequestScopeMiddleware(graph: graph))
-        SignupRoutes.add(to: scoped)
+        let scopes = RequestScopes(graph: graph)
+        SignupRoutes.add(to: router, scopes: scopes)
         if configuration.debugEndpoints { DebugRoutes.add(to: router, graph: graph) }
-        LoadCheckRoutes.add(scoped: scoped, direct: router.group(), graph: graph)
+        LoadCheckRoutes.add(to: router, scopes: scopes, graph: graph)
         return Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
@@ -56,20 +56,16 @@ public enum SignupServerApp {
 /// Two routes that do the same work, for the load check: one through a request scope of the graph,
 /// one hand-wired.
 enum LoadCheckRoutes {
-    static func add(
-        scoped: RouterGroup<AppRequestContext>,
-        direct: RouterGroup<AppRequestContext>,
-        graph: ServiceGraph
-    ) {
-        scoped.get("/load/scoped/:id") { _, context -> Signup in
+    static func add(to router: Router<AppRequestContext>, scopes: RequestScopes, graph: ServiceGraph) {
+        router.get("/load/scoped/:id", in: scopes) { _, context, services -> Signup in
             let id = try context.parameters.require("id", as: Int.self)
-            let service = try await context.services.resolve(SignupServiceKey.self)
+            let service = try await services.resolve(SignupServiceKey.self)
             guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
             return signup
         }
         // Hand-wired: the repository read once, the service made by hand for each request.
         let repository = graph[SignupRepositoryKey.self]
-        direct.get("/load/direct/:id") { _, context -> Signup in
+        router.get("/load/direct/:id") { _, context -> Signup in
             let id = try context.parameters.require("id", as: Int.self)
             let service = SignupService(repository: repository, logger: context.logger)
             guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
