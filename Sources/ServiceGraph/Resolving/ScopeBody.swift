@@ -876,7 +876,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// See ``ServiceScope/close()``.
     @usableFromInline
     nonisolated(nonsending) func close() async throws(ServiceGraphError) {
-        if closeIfIdle() { return }
+        if _closeIfIdle() { return }
         guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }
@@ -892,8 +892,10 @@ final class _ScopeBody: @unchecked Sendable {
     /// Closes the scope at once when nothing is in flight, no scope was opened from it and it owes no
     /// hook: a request scope's usual close, in one synchronous call whose code is a fraction of
     /// ``closeOnce(waitingForAnother:)``'s (a server runs it with cold caches, once per request). False,
-    /// having changed nothing, otherwise.
-    private func closeIfIdle() -> Bool {
+    /// having changed nothing, otherwise. Called by the inlined ``ServiceScope/close()`` before it awaits
+    /// anything, so that such a close allocates no asynchronous frame.
+    @usableFromInline
+    func _closeIfIdle() -> Bool {
         let taken = state.withLock { state -> (count: Int, callerSeedClaims: [InstanceHooks])? in
             guard
                 !state.closing.hasStarted, state.owedHooks.isEmpty, state.creating.isEmpty,

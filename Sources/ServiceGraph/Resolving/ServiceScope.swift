@@ -84,7 +84,9 @@ public final class ServiceScope: Sendable {
     ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
     @inlinable
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
-        // Inlined into the caller: the handle adds no asynchronous call of its own.
+        // Inlined into the caller: the usual close (nothing in flight, no hook owed) is a synchronous
+        // call, with no asynchronous frame to allocate; the rest awaits.
+        if _body._closeIfIdle() { return }
         try await _body.close()
     }
 
