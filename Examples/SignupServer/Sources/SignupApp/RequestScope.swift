@@ -37,22 +37,22 @@ public struct RequestScopes: Sendable {
         self.graph = graph
     }
 
-    /// Runs `handler` in a new request scope for the request of `context`, and closes the scope, whether
-    /// the handler returns or throws. A close that fails (a `willRemove` hook's error) is logged, not
-    /// turned into the response: the handler's work is done.
+    /// Runs `handler` in a new request scope seeded with the request's `logger`, and closes the scope,
+    /// whether the handler returns or throws. A close that fails (a `willRemove` hook's error) is logged,
+    /// not turned into the response: the handler's work is done.
     public func run<Output>(
-        for context: some RequestContext,
+        logger: Logger,
         _ handler: (ServiceScope) async throws -> Output
     ) async throws -> Output {
-        let scope = try graph.makeScope(.request, seeding: ScopeSeed(RequestLoggerKey.self, context.logger))
+        let scope = try graph.makeScope(.request, seeding: ScopeSeed(RequestLoggerKey.self, logger))
         let output: Output
         do {
             output = try await handler(scope)
         } catch {
-            await close(scope, logger: context.logger)
+            await close(scope, logger: logger)
             throw error
         }
-        await close(scope, logger: context.logger)
+        await close(scope, logger: logger)
         return output
     }
 
@@ -76,7 +76,7 @@ extension RouterMethods {
         use handler: @escaping @Sendable (Request, Context, ServiceScope) async throws -> Output
     ) -> Self {
         on(path, method: method) { request, context in
-            try await scopes.run(for: context) { scope in try await handler(request, context, scope) }
+            try await scopes.run(logger: context.logger) { scope in try await handler(request, context, scope) }
         }
     }
 

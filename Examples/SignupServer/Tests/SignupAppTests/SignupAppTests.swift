@@ -343,3 +343,125 @@ struct OutboxTests {
         try await graph.shutdown()
     }
 }
+
+/// A request's service whose end is recorded, and whose `willRemove` fails when asked to.
+final class RequestResource: LifecycleHooks {
+    let removals: Locked<[String]>
+    let failsToRemove: Bool
+
+    init(removals: Locked<[String]>, failsToRemove: Bool) {
+        self.removals = removals
+        self.failsToRemove = failsToRemove
+    }
+
+    func willRemove() async throws {
+        removals.withLock { $0.append("resource") }
+        if failsToRemove { throw RemovalFailed() }
+    }
+}
+
+struct RemovalFailed: Error {}
+struct HandlerFailed: Error {}
+enum RequestResourceKey: ServiceKey { typealias Value = RequestResource }
+
+/// Keeps what is logged, for a test to read.
+struct RecordingLogHandler: LogHandler {
+    let messages: Locked<[String]>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        messages.withLock { $0.append("\(event.level): \(event.message)") }
+    }
+}
+
+/// A request's logger, logging to `messages`.
+func requestLogger(logging messages: Locked<[String]>) -> Logger {
+    Logger(label: "request") { _ in RecordingLogHandler(messages: messages) }
+}
+
+@Suite("Request scopes per route")
+struct RequestScopesTests {
+    /// A graph with the app's kind of request scope and a scoped service with a `willRemove` hook.
+    func makeGraph(removals: Locked<[String]>, failsToRemove: Bool = false) async throws -> ServiceGraph {
+        var builder = ServiceGraph.Builder()
+        builder.inScope(.request) { request in
+            request.seed(RequestLoggerKey.self)
+            request.provide(RequestResourceKey.self, lifetime: .scoped, dependsOn: RequestLoggerKey.self) { _ in
+                RequestResource(removals: removals, failsToRemove: failsToRemove)
+            }
+        }
+        return try await builder.build()
+    }
+
+    @Test func theHandlerGetsAnOpenScopeThatIsClosedWhenItReturns() async throws {
+        let removals = Locked<[String]>([])
+        let graph = try await makeGraph(removals: removals)
+        let messages = Locked<[String]>([])
+        weak var released: RequestResource?
+        var seen: ServiceScope?
+        let output = try await RequestScopes(graph: graph).run(logger: requestLogger(logging: messages)) { scope in
+            #expect(!scope.isClosed)
+            // Seeded with the request's logger.
+            #expect(try scope.resolveSynchronously(RequestLoggerKey.self).label == "request")
+            let resource = try await scope.resolve(RequestResourceKey.self)
+            released = resource
+            seen = scope
+            return "done"
+        }
+        #expect(output == "done")
+        #expect(seen?.isClosed == true)
+        #expect(removals.withLock { $0 } == ["resource"])
+        #expect(released == nil, "the request's service outlived its scope")
+        #expect(messages.withLock { $0 }.isEmpty)
+        try await graph.shutdown()
+    }
+
+    @Test func aHandlerThatThrowsStillClosesItsScope() async throws {
+        let removals = Locked<[String]>([])
+        let graph = try await makeGraph(removals: removals)
+        var seen: ServiceScope?
+        await #expect(throws: HandlerFailed.self) {
+            try await RequestScopes(graph: graph).run(logger: requestLogger(logging: Locked([]))) { scope in
+                _ = try await scope.resolve(RequestResourceKey.self)
+                seen = scope
+                throw HandlerFailed()
+            }
+        }
+        #expect(seen?.isClosed == true)
+        #expect(removals.withLock { $0 } == ["resource"])
+        try await graph.shutdown()
+    }
+
+    @Test func aCloseThatFailsIsLoggedAndTheHandlersResultKept() async throws {
+        let removals = Locked<[String]>([])
+        let graph = try await makeGraph(removals: removals, failsToRemove: true)
+        let messages = Locked<[String]>([])
+        let output = try await RequestScopes(graph: graph).run(logger: requestLogger(logging: messages)) { scope in
+            _ = try await scope.resolve(RequestResourceKey.self)
+            return 42
+        }
+        #expect(output == 42)
+        #expect(removals.withLock { $0 } == ["resource"])
+        let logged = messages.withLock { $0 }
+        #expect(logged.count == 1)
+        #expect(logged.first?.hasPrefix("error: request scope:") == true)
+        #expect(logged.first?.contains("RequestResourceKey") == true, "the error names the service: \(logged)")
+        try await graph.shutdown()
+    }
+
+    @Test func aGraphShutDownRefusesNewRequestScopes() async throws {
+        let graph = try await makeGraph(removals: Locked([]))
+        try await graph.shutdown()
+        var ran = false
+        await #expect(throws: ServiceGraphError.self) {
+            try await RequestScopes(graph: graph).run(logger: requestLogger(logging: Locked([]))) { _ in ran = true }
+        }
+        #expect(!ran)
+    }
+}
