@@ -7,6 +7,8 @@
 # The `-phases` rows make the caches cold before each of open, resolve and close, as a server's request
 # does (a middleware opens the scope, the handler uses it, the middleware closes it, other code between):
 # code the phases share (the lock, reference counting, allocation) is then fetched once per phase.
+# The `-route` rows make them cold before open and before close only: a route's handler opens its
+# scope and resolves at once, does its work, then closes (the example server's request scopes).
 # Counted by callgrind's cache simulation, with first-level caches too small to
 # hold anything between two accesses, so that each line a cycle touches counts once as a miss of the
 # last level: stable on a noisy machine, unlike the timings, and what a server's request pays.
@@ -58,11 +60,14 @@ PY
 }
 read -r base_ir base_code base_data base_allocations < <(per_cycle none)
 read -r phases_ir phases_code phases_data phases_allocations < <(per_cycle none-phases)
+read -r route_ir route_code route_data route_allocations < <(per_cycle none-route)
 printf "%-18s %13s %11s %11s %12s\n" cycle instructions code-lines data-lines allocations
-for mode in openclose full handwritten full-phases handwritten-phases; do
+for mode in openclose full handwritten full-phases handwritten-phases full-route handwritten-route; do
     read -r ir code data allocations < <(per_cycle "$mode")
     if [[ $mode == *-phases ]]; then
         b_ir=$phases_ir b_code=$phases_code b_data=$phases_data b_allocations=$phases_allocations
+    elif [[ $mode == *-route ]]; then
+        b_ir=$route_ir b_code=$route_code b_data=$route_data b_allocations=$route_allocations
     else
         b_ir=$base_ir b_code=$base_code b_data=$base_data b_allocations=$base_allocations
     fi

@@ -9,7 +9,9 @@ import ServiceGraph
 //
 //   ColdScopeCycle MODE COUNT     MODE: none (the cache sweep alone), openclose, full, handwritten (the same
 //                                 request scope written by hand: the floor); none, full and handwritten
-//                                 with -phases: cold caches before each of open, resolve and close
+//                                 with -phases: cold caches before each of open, resolve and close; with
+//                                 -route: before open and before close (a route's handler opens the scope
+//                                 and resolves at once, does its work, then closes)
 
 /// Runs every job on the main thread: no thread is started (valgrind follows threads poorly here), and
 /// the resolves and closes run as a request handler's do, in the caller's task.
@@ -45,19 +47,27 @@ func runCycles() async throws {
     // With `-phases`, the caches are made cold before each phase (open, resolve, close) rather than
     // once per cycle: as in a server, where a request scope is opened before the handler runs, used in
     // it and closed after it, with other code in between.
+    // With `-route`, only before open and before close: as a route's handler that opens its scope,
+    // resolves at once, does its work (which evicts the scope's lines), then closes.
     let phases = mode.hasSuffix("-phases")
-    let shape = phases ? String(mode.dropLast("-phases".count)) : mode
+    let route = mode.hasSuffix("-route")
+    let shape = phases || route ? String(mode[..<mode.lastIndex(of: "-")!]) : mode
     // Compared once: a comparison of strings in the loop would count as the cycle's.
     let (sweepOnly, byHand, resolves) = (shape == "none", shape == "handwritten", shape == "full")
-    func coldCaches(_ phase: Bool = false) {
-        guard !phase || phases else { return }
+    enum Phase { case cycle, resolve, close }
+    func coldCaches(before phase: Phase = .cycle) {
+        switch phase {
+        case .cycle: break
+        case .resolve: guard phases else { return }
+        case .close: guard phases || route else { return }
+        }
         for offset in stride(from: 0, to: sweepBytes, by: 64) { checksum &+= Int(sweep[offset]) }
     }
     for cycle in 0..<count {
         coldCaches()
         if sweepOnly {
-            coldCaches(true)
-            coldCaches(true)
+            coldCaches(before: .resolve)
+            coldCaches(before: .close)
             continue
         }
         if byHand {
@@ -66,9 +76,9 @@ func runCycles() async throws {
                 logger: logger,
                 repository: repository
             )
-            coldCaches(true)
+            coldCaches(before: .resolve)
             checksum &+= scope.unsafelyUnwrapped.signupService().logger.label.utf8.count
-            coldCaches(true)
+            coldCaches(before: .close)
             scope = nil
             continue
         }
@@ -77,11 +87,11 @@ func runCycles() async throws {
             seeding: ScopeSeed(RequestIDKey.self, ids[cycle & 1]),
             ScopeSeed(RequestLoggerKey.self, logger)
         )
-        coldCaches(true)
+        coldCaches(before: .resolve)
         if resolves {
             checksum &+= try await scope.resolve(SignupServiceKey.self).logger.label.utf8.count
         }
-        coldCaches(true)
+        coldCaches(before: .close)
         try await scope.close()
     }
     print(checksum)
