@@ -896,17 +896,26 @@ final class _ScopeBody: @unchecked Sendable {
     /// anything, so that such a close allocates no asynchronous frame.
     @usableFromInline
     func _closeIfIdle() -> Bool {
-        let taken = state.withLock { state -> (count: Int, callerSeedClaims: [InstanceHooks])? in
+        let taken = state.withLock {
+            state -> (count: Int, callerSeedClaims: [InstanceHooks], graph: ServiceGraph?)? in
             guard
                 !state.closing.hasStarted, state.owedHooks.isEmpty, state.creating.isEmpty,
                 state.children.isEmpty, state.unfinishedChildren == 0, resolves.pointee.closeIfIdle()
             else { return nil }
+            // Started and finished in this one turn of the lock: no one can be waiting for it yet, and
+            // with no hook to run there is nothing to wait for. The graph's shutdown waits for what the
+            // scope releases below through its count of unfinished scopes (``tell(_:finished:at:)``), not
+            // through this close.
             _ = state.closing.start()
+            _ = state.closing.finish(with: [])
             defer { state.callerSeedClaims = [] }
-            return (state.takeCreated().count, state.callerSeedClaims)
+            return (state.takeCreated().count, state.callerSeedClaims, state.graph.take())
         }
-        guard let taken else { return false }
-        finishClosing(releasing: taken.count, givingBack: taken.callerSeedClaims, problems: [])
+        guard case let (count, callerSeedClaims, graph)? = consume taken else { return false }
+        release(count, givingBack: callerSeedClaims)
+        // Consumed: the graph is let go before the shutdown this may end is resumed.
+        Self.tell(consume graph, finished: id, at: place)
+        parent?.childFinished(id)
         return true
     }
 
@@ -984,6 +993,16 @@ final class _ScopeBody: @unchecked Sendable {
         return problems
     }
 
+    /// Gives back the caller's seeds' claims and releases the `count` instances created, newest first:
+    /// a close's, its hooks run.
+    private func release(_ count: Int, givingBack callerSeedClaims: [InstanceHooks]) {
+        for hooks in callerSeedClaims { core.hookClaims.giveBack(hooks) }
+        if core.events.isEnabled(.scopeClosed) { core.events.send(ServiceGraphEvent(.scopeClosed)) }
+        // The scope's references dropped most recent first, as the hooks ran (no resolve reads
+        // the table any more: new ones are refused, and those in flight have returned).
+        for position in (0..<count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
+    }
+
     /// The end of a close, its hooks run: gives back the caller's seeds' claims, releases the `count`
     /// instances created, and tells those waiting for the close, the graph and the parent scope.
     private func finishClosing(
@@ -991,11 +1010,7 @@ final class _ScopeBody: @unchecked Sendable {
         givingBack callerSeedClaims: [InstanceHooks],
         problems: [ServiceGraphError.Problem]
     ) {
-        for hooks in callerSeedClaims { core.hookClaims.giveBack(hooks) }
-        if core.events.isEnabled(.scopeClosed) { core.events.send(ServiceGraphEvent(.scopeClosed)) }
-        // The scope's references dropped most recent first, as the hooks ran (no resolve reads
-        // the table any more: new ones are refused, and those in flight have returned).
-        for position in (0..<count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }
+        release(count, givingBack: callerSeedClaims)
         let (waiters, graph) = state.withLock { ($0.closing.finish(with: problems), $0.graph.take()) }
         Self.tell(consume graph, finished: id, at: place)
         parent?.childFinished(id)
