@@ -60,6 +60,7 @@ let package = Package(
                 .product(name: "ServiceGraph", package: "ServiceGraph"),
                 .product(name: "ServiceGraphTesting", package: "ServiceGraph"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         // Starts the built server as a child process and talks to it over loopback (depends on the

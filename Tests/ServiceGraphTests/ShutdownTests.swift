@@ -1,3 +1,4 @@
+import Dispatch
 import ServiceGraph
 import Testing
 import ServiceGraphTestSupport
@@ -65,6 +66,52 @@ struct ShutdownTests {
         try await shutdown.value
         let removals = log.all.filter { $0.hasPrefix("willRemove") }
         #expect(removals == ["willRemove slow (started)", "willRemove slow (done)", "willRemove A"])
+    }
+
+    /// A scoped service with no hooks whose release blocks until it is let go (its deinit runs on the
+    /// closing task's thread), and says when it started.
+    private final class SlowToRelease: Sendable {
+        let log: EventLog
+        let letGo: DispatchSemaphore
+        init(log: EventLog, letGo: DispatchSemaphore) {
+            self.log = log
+            self.letGo = letGo
+        }
+        deinit {
+            log.record("release slow (started)")
+            _ = letGo.wait(timeout: .now() + 10)
+            log.record("release slow (done)")
+        }
+    }
+
+    private enum SlowToReleaseKey: ServiceKey { typealias Value = SlowToRelease }
+
+    /// The usual close (nothing in flight, no hook owed) ends in one turn of the scope's lock and then
+    /// releases; a shutdown that comes meanwhile must still wait for that release before it runs the
+    /// singletons' `willRemove`.
+    @Test func shutdownWaitsForAnIdleCloseThatIsStillReleasing() async throws {
+        let log = EventLog()
+        let letGo = DispatchSemaphore(value: 0)
+        var builder = ServiceGraph.Builder()
+        builder.provide(ServiceA.self) { HookedService("A", log: log) }
+        builder.provide(SlowToReleaseKey.self, lifetime: .scoped, dependsOn: ServiceA.self) { _ in
+            SlowToRelease(log: log, letGo: letGo)
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        _ = try await scope.resolve(SlowToReleaseKey.self)
+        // Its release blocks the thread the close runs on, until the test lets it go.
+        let closing = Task { try await scope.close() }
+        try await log.waitFor("release slow (started)")
+        #expect(scope.isClosed)
+        let shutdown = Task { try await graph.shutdown() }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(log.count(of: "willRemove A") == 0, "A was released while a scoped service using it was")
+        letGo.signal()
+        try await closing.value
+        try await shutdown.value
+        let ends = log.all.filter { $0.hasPrefix("willRemove") || $0.hasPrefix("release") }
+        #expect(ends == ["release slow (started)", "release slow (done)", "willRemove A"])
     }
 
     @Test func closingAScopeWaitsForAResolveInFlightInIt() async throws {

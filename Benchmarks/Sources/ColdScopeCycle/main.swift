@@ -52,6 +52,7 @@ func runCycles() async throws {
     let phases = mode.hasSuffix("-phases")
     let route = mode.hasSuffix("-route")
     let shape = phases || route ? String(mode[..<mode.lastIndex(of: "-")!]) : mode
+    precondition(["none", "openclose", "full", "handwritten"].contains(shape), "no mode \(mode)")
     // Compared once: a comparison of strings in the loop would count as the cycle's.
     let (sweepOnly, byHand, resolves) = (shape == "none", shape == "handwritten", shape == "full")
     enum Phase { case cycle, resolve, close }

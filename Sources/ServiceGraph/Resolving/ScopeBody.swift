@@ -873,10 +873,9 @@ final class _ScopeBody: @unchecked Sendable {
         _ = try? await wait(for: creation, at: holder)
     }
 
-    /// See ``ServiceScope/close()``.
+    /// See ``ServiceScope/close()``, which has tried ``_closeIfIdle()`` before it calls this.
     @usableFromInline
     nonisolated(nonsending) func close() async throws(ServiceGraphError) {
-        if _closeIfIdle() { return }
         guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }

@@ -1,5 +1,6 @@
 import Foundation
 import GraphLifecycle
+import Hummingbird
 import Logging
 import SQLiteNIO
 import ServiceGraph
@@ -362,6 +363,12 @@ final class RequestResource: LifecycleHooks {
 
 struct RemovalFailed: Error {}
 struct HandlerFailed: Error {}
+struct RouteFailed: HTTPResponseError {
+    var status: HTTPResponse.Status { .conflict }
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status)
+    }
+}
 enum RequestResourceKey: ServiceKey { typealias Value = RequestResource }
 
 /// Keeps what is logged, for a test to read.
@@ -463,5 +470,98 @@ struct RequestScopesTests {
             try await RequestScopes(graph: graph).run(logger: requestLogger(logging: Locked([]))) { _ in ran = true }
         }
         #expect(!ran)
+    }
+}
+
+/// A request context made from a logger alone, for a router driven without a server.
+struct TestRequestContext: RequestContext {
+    struct Source: RequestContextSource {
+        let logger: Logger
+    }
+
+    var coreContext: CoreRequestContextStorage
+
+    init(source: Source) {
+        coreContext = .init(source: source)
+    }
+}
+
+@Suite("Routes added with a request scope")
+struct RequestScopeRouteTests {
+    /// The router's answer to `method path`, with the request's logger logging to `messages`.
+    func respond(
+        _ router: Router<TestRequestContext>,
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        logging messages: Locked<[String]> = Locked([])
+    ) async throws -> Response {
+        let request = Request(
+            head: HTTPRequest(method: method, scheme: "http", authority: "localhost", path: path),
+            body: RequestBody(buffer: ByteBuffer())
+        )
+        let context = TestRequestContext(source: .init(logger: requestLogger(logging: messages)))
+        return try await router.buildResponder().respond(to: request, context: context)
+    }
+
+    @Test func eachRequestGetsAScopeClosedOnceItsHandlerReturned() async throws {
+        let removals = Locked<[String]>([])
+        let graph = try await RequestScopesTests().makeGraph(removals: removals)
+        let scopes = RequestScopes(graph: graph)
+        let router = Router(context: TestRequestContext.self)
+        let seen = Locked<[ServiceScope]>([])
+        router.get("/resource/:id", in: scopes) { _, context, services -> String in
+            let resource = try await services.resolve(RequestResourceKey.self)
+            // Made once per request: the scope's own instance.
+            #expect(try await services.resolve(RequestResourceKey.self) === resource)
+            seen.withLock { $0.append(services) }
+            return try context.parameters.require("id")
+        }
+        router.post("/resource", in: scopes) { _, _, services -> HTTPResponse.Status in
+            _ = try await services.resolve(RequestResourceKey.self)
+            seen.withLock { $0.append(services) }
+            return .created
+        }
+        let first = try await respond(router, .get, "/resource/7")
+        #expect(first.status == .ok)
+        #expect(removals.withLock { $0 } == ["resource"])
+        let second = try await respond(router, .post, "/resource")
+        #expect(second.status == .created)
+        #expect(removals.withLock { $0 } == ["resource", "resource"])
+        let scopesSeen = seen.withLock { $0 }
+        #expect(scopesSeen.count == 2 && scopesSeen[0] !== scopesSeen[1], "each request gets a scope of its own")
+        #expect(scopesSeen.allSatisfy { $0.isClosed })
+        try await graph.shutdown()
+    }
+
+    @Test func aHandlersErrorIsTheResponseAndItsScopeIsStillClosed() async throws {
+        let removals = Locked<[String]>([])
+        let graph = try await RequestScopesTests().makeGraph(removals: removals)
+        let router = Router(context: TestRequestContext.self)
+        router.get("/fails", in: RequestScopes(graph: graph)) { _, _, services -> String in
+            _ = try await services.resolve(RequestResourceKey.self)
+            throw RouteFailed()
+        }
+        // The router makes the handler's error its response.
+        #expect(try await respond(router, .get, "/fails").status == .conflict)
+        #expect(removals.withLock { $0 } == ["resource"])
+        try await graph.shutdown()
+    }
+
+    /// The handler threw, then the close failed too: the close's error is logged, the handler's is the
+    /// response.
+    @Test func aFailingCloseAfterAFailingHandlerIsLoggedAndTheHandlersErrorKept() async throws {
+        let removals = Locked<[String]>([])
+        let graph = try await RequestScopesTests().makeGraph(removals: removals, failsToRemove: true)
+        let router = Router(context: TestRequestContext.self)
+        router.get("/fails", in: RequestScopes(graph: graph)) { _, _, services -> String in
+            _ = try await services.resolve(RequestResourceKey.self)
+            throw RouteFailed()
+        }
+        let messages = Locked<[String]>([])
+        #expect(try await respond(router, .get, "/fails", logging: messages).status == .conflict)
+        #expect(removals.withLock { $0 } == ["resource"])
+        let logged = messages.withLock { $0 }
+        #expect(logged.count == 1 && logged.first?.hasPrefix("error: request scope:") == true, "\(logged)")
+        try await graph.shutdown()
     }
 }
