@@ -737,7 +737,7 @@ final class _ScopeBody: @unchecked Sendable {
             return try core.buffers.withFactory(at: slot) { factory in
                 var resolver = _GraphCore._UnsafeResolver(core: core, scope: self, slot: slot)
                 let box =
-                    core.events.isEnabled(.serviceCreated)
+                    core.reportsScopeEvents && core.events.isEnabled(.serviceCreated)
                     ? try makeReportingCreation(of: slot, with: factory, &resolver)
                     : try factory.makeBoxSynchronously(&resolver)
                 let answer = instances.hookAnswer(at: slot)
@@ -996,7 +996,9 @@ final class _ScopeBody: @unchecked Sendable {
     /// a close's, its hooks run.
     private func release(_ count: Int, givingBack callerSeedClaims: [InstanceHooks]) {
         for hooks in callerSeedClaims { core.hookClaims.giveBack(hooks) }
-        if core.events.isEnabled(.scopeClosed) { core.events.send(ServiceGraphEvent(.scopeClosed)) }
+        if core.reportsScopeEvents && core.events.isEnabled(.scopeClosed) {
+            core.events.send(ServiceGraphEvent(.scopeClosed))
+        }
         // The scope's references dropped most recent first, as the hooks ran (no resolve reads
         // the table any more: new ones are refused, and those in flight have returned).
         for position in (0..<count).reversed() { _ = instances.take(instances.slot(createdAt: position)) }

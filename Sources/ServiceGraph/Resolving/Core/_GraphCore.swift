@@ -63,6 +63,10 @@ final class _GraphCore: @unchecked Sendable {
     /// Whether top-level resolves send events (checked on the resolve path, so a plain flag).
     @usableFromInline
     let reportsResolves: Bool
+    /// Whether a handler wants any event a scope sends (opened, closed, a service created in it): a
+    /// plain flag tested before ``events`` on a scope's open, first resolve and close, which a server
+    /// runs with cold caches (the sink's own test is a call).
+    let reportsScopeEvents: Bool
     /// Where `resolveSynchronously` keeps the services the current thread is making.
     let threadTrail = _ThreadTrail.Slot.shared
     /// Whether the graph has shut down and whether resolves send events, in one word: read by every
@@ -114,6 +118,8 @@ final class _GraphCore: @unchecked Sendable {
         self.hookClaims = HookClaims(parent: parentClaims)
         self.events = events
         self.reportsResolves = reportsResolves
+        self.reportsScopeEvents =
+            events.isEnabled(.scopeOpened) || events.isEnabled(.scopeClosed) || events.isEnabled(.serviceCreated)
         self.resolveFlags = _ResolveFlags(reportsResolves: reportsResolves)
         let count = plan.count
         var files: [StaticString] = []
