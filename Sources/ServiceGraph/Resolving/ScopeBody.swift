@@ -876,10 +876,30 @@ final class _ScopeBody: @unchecked Sendable {
     /// See ``ServiceScope/close()``, which has tried ``_closeIfIdle()`` before it calls this.
     @usableFromInline
     nonisolated(nonsending) func close() async throws(ServiceGraphError) {
+        // Asked by a factory or `didAdd` that is making one of this scope's instances: the close would
+        // wait for that creation, which waits for the close. Refused, the scope left as it is.
+        if let slot = _ResolutionTrail.slotMaking(anyOf: self) { throw reentrantCloseError(making: slot) }
         guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }
         if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// The error for a close asked while the current task makes the instance at `slot` of this scope
+    /// (out of line: the cold path).
+    @inline(never)
+    private func reentrantCloseError(making slot: Int) -> ServiceGraphError {
+        let name = core.name(slot)
+        return ServiceGraphError(
+            .init(
+                .reentrantResolution,
+                key: name,
+                site: core.site(slot),
+                message: "the scope was asked to close while it was making \(name): its factory or didAdd hook, "
+                    + "or one they call, closes the scope it is made in (the close would wait for it forever); "
+                    + "close the scope once the resolve has returned"
+            )
+        )
     }
 
     /// Closes the scope on behalf of the graph's shutdown: a scope being closed by someone else is

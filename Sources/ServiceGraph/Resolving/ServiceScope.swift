@@ -81,7 +81,9 @@ public final class ServiceScope: Sendable {
     /// without suspending.
     ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
-    ///   by the graph's shutdown); otherwise every `willRemove` failure, together.
+    ///   by the graph's shutdown); ``ServiceGraphError/Code/reentrantResolution``, the scope left open,
+    ///   when a factory or `didAdd` making one of this scope's instances asks (the close would wait for
+    ///   it forever); otherwise every `willRemove` failure, together.
     @inlinable
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
         // Inlined into the caller: the usual close (nothing in flight, no hook owed) is a synchronous

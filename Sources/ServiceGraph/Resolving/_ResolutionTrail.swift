@@ -63,6 +63,19 @@ struct _ResolutionTrail: Sendable {
         current.get()?.contains(slot, of: ObjectIdentifier(owner)) ?? false
     }
 
+    /// The slot of the innermost service of `owner` the current task is making; nil when it makes none.
+    ///
+    /// - Complexity: O(*n*) in the number of chains the current task is inside of.
+    static func slotMaking(anyOf owner: AnyObject) -> Int? {
+        let owner = ObjectIdentifier(owner)
+        var entry = current.get()
+        while let found = entry {
+            if found.owner == owner { return found.slot }
+            entry = found.outer?.trail
+        }
+        return nil
+    }
+
     private func contains(_ slot: Int, of owner: ObjectIdentifier) -> Bool {
         var entry = self
         while entry.slot != slot || entry.owner != owner {
