@@ -95,6 +95,37 @@ struct ReentrantCloseTests {
         try await graph.shutdown()
     }
 
+    private enum TransientClosingKey: ServiceKey { typealias Value = Int }
+
+    @Test func aTransientsAsynchronousFactoryClosingTheScopeItIsResolvedInIsRefused() async throws {
+        let holder = ScopeHolder()
+        var builder = ServiceGraph.Builder()
+        builder.provide(TransientClosingKey.self, lifetime: .transient) { () async throws -> Int in
+            try await holder.closeHeld()
+            return 3
+        }
+        let graph = try await builder.build()
+        let scope = try graph.makeScope()
+        holder.scope.withLock { $0 = scope }
+        let error = try await withDeadline(.seconds(20)) {
+            do {
+                _ = try await scope.resolve(TransientClosingKey.self)
+                return nil as ServiceGraphError?
+            } catch {
+                return error as? ServiceGraphError
+            }
+        }
+        #expect(error?.contains(.reentrantResolution) == true, "\(String(describing: error))")
+        let refused = holder.closeErrors.withLock { $0 }
+        #expect(refused.count == 1 && refused[0].problems[0].key.contains("TransientClosingKey"), "\(refused)")
+        #expect(!scope.isClosed)
+        // Resolved from the graph, not the scope, the transient's close of the scope is not its own: it
+        // closes the scope (nothing of the scope is in flight).
+        #expect(try await withDeadline(.seconds(20)) { try await graph.resolve(TransientClosingKey.self) } == 3)
+        #expect(scope.isClosed)
+        try await graph.shutdown()
+    }
+
     private static func resolve(_ key: any ServiceKey.Type, in scope: ServiceScope) async throws -> Int {
         key == AboveKey.self ? try await scope.resolve(AboveKey.self) : try await scope.resolve(SelfClosingKey.self)
     }

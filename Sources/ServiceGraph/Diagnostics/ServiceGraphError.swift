@@ -151,7 +151,7 @@ extension ServiceGraphError {
         public static let factoryTimedOut = Code(.factoryTimedOut)
         /// A factory asked the graph (or a scope) for the service it is making, directly or through
         /// other services: at run time, a cycle the declared dependencies do not show. Also a factory or
-        /// `didAdd` hook closing the scope it is making an instance of.
+        /// `didAdd` hook closing the scope it is making an instance of, or a transient in.
         public static let reentrantResolution = Code(.reentrantResolution)
         /// A scope was made without the value of a key the builder declared as a seed
         /// (``ServiceGraph/Builder/seed(_:fileID:line:)``).

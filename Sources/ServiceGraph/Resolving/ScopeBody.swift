@@ -876,9 +876,10 @@ final class _ScopeBody: @unchecked Sendable {
     /// See ``ServiceScope/close()``, which has tried ``_closeIfIdle()`` before it calls this.
     @usableFromInline
     nonisolated(nonsending) func close() async throws(ServiceGraphError) {
-        // Asked by a factory or `didAdd` that is making one of this scope's instances: the close would
-        // wait for that creation, which waits for the close. Refused, the scope left as it is.
-        if let slot = _ResolutionTrail.slotMaking(anyOf: self) { throw reentrantCloseError(making: slot) }
+        // Asked by a factory or `didAdd` that is making one of this scope's instances, or a transient
+        // resolved in it: the close would wait for that, which waits for the close. Refused, the scope
+        // left as it is.
+        if let slot = _ResolutionTrail.slotMaking(in: self) { throw reentrantCloseError(making: slot) }
         guard let problems = await closeOnce(waitingForAnother: false) else {
             throw ServiceGraphError(closedProblem("the scope"))
         }

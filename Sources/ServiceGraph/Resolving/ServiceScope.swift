@@ -82,8 +82,8 @@ public final class ServiceScope: Sendable {
     ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
     ///   by the graph's shutdown); ``ServiceGraphError/Code/reentrantResolution``, the scope left open,
-    ///   when a factory or `didAdd` making one of this scope's instances asks (the close would wait for
-    ///   it forever); otherwise every `willRemove` failure, together.
+    ///   when a factory or `didAdd` making one of this scope's instances (or a transient resolved in it)
+    ///   asks: the close would wait for it forever; otherwise every `willRemove` failure, together.
     @inlinable
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
         // Inlined into the caller: the usual close (nothing in flight, no hook owed) is a synchronous

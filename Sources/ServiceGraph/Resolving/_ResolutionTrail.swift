@@ -21,6 +21,8 @@ struct _ResolutionTrail: Sendable {
     /// The graph core (for a transient) or scope (for a scoped instance) making the service.
     let owner: ObjectIdentifier
     let slot: Int
+    /// For a transient resolved in a scope: that scope, which must not close while the task makes it.
+    let scope: ObjectIdentifier?
     /// The rest of the trail, boxed: allocated only when a chain starts inside another.
     let outer: Outer?
 
@@ -33,9 +35,10 @@ struct _ResolutionTrail: Sendable {
         }
     }
 
-    private init(owner: ObjectIdentifier, slot: Int, outer: _ResolutionTrail?) {
+    private init(owner: ObjectIdentifier, slot: Int, scope: ObjectIdentifier? = nil, outer: _ResolutionTrail?) {
         self.owner = owner
         self.slot = slot
+        self.scope = scope
         self.outer = outer.map(Outer.init)
     }
 
@@ -49,11 +52,11 @@ struct _ResolutionTrail: Sendable {
     ///
     /// - Complexity: O(1) outside any chain; O(*n*) in the number of chains the current task is inside
     ///   of (chains started by factories through captured graphs or scopes).
-    static func entering(_ slot: Int, of owner: AnyObject) -> _ResolutionTrail? {
+    static func entering(_ slot: Int, of owner: AnyObject, in scope: AnyObject? = nil) -> _ResolutionTrail? {
         let owner = ObjectIdentifier(owner)
         let current = current.get()
         if let current, current.contains(slot, of: owner) { return nil }
-        return _ResolutionTrail(owner: owner, slot: slot, outer: current)
+        return _ResolutionTrail(owner: owner, slot: slot, scope: scope.map(ObjectIdentifier.init), outer: current)
     }
 
     /// Whether the current task is making `slot` of `owner`.
@@ -63,14 +66,15 @@ struct _ResolutionTrail: Sendable {
         current.get()?.contains(slot, of: ObjectIdentifier(owner)) ?? false
     }
 
-    /// The slot of the innermost service of `owner` the current task is making; nil when it makes none.
+    /// The slot of the innermost service the current task is making for `scope`: one of its instances,
+    /// or a transient resolved in it; nil when it makes none.
     ///
     /// - Complexity: O(*n*) in the number of chains the current task is inside of.
-    static func slotMaking(anyOf owner: AnyObject) -> Int? {
-        let owner = ObjectIdentifier(owner)
+    static func slotMaking(in scope: AnyObject) -> Int? {
+        let scope = ObjectIdentifier(scope)
         var entry = current.get()
         while let found = entry {
-            if found.owner == owner { return found.slot }
+            if found.owner == scope || found.scope == scope { return found.slot }
             entry = found.outer?.trail
         }
         return nil

@@ -57,7 +57,7 @@ extension _GraphCore {
         switch lifetime(of: slot) {
         case .transient:
             if startsChain {
-                return try await _ResolutionTrail.current.withValue(try trail(entering: slot)) {
+                return try await _ResolutionTrail.current.withValue(try trail(entering: slot, in: scope)) {
                     try await transientBox(at: slot, in: scope)
                 }
             }
@@ -108,8 +108,8 @@ extension _GraphCore {
     ///
     /// - Throws: ``ServiceGraphError/Code/reentrantResolution`` when the current task is making it.
     @usableFromInline
-    func trail(entering slot: Int) throws(ServiceGraphError) -> _ResolutionTrail {
-        guard let trail = _ResolutionTrail.entering(slot, of: self) else { throw reentrantError(slot) }
+    func trail(entering slot: Int, in scope: _ScopeBody? = nil) throws(ServiceGraphError) -> _ResolutionTrail {
+        guard let trail = _ResolutionTrail.entering(slot, of: self, in: scope) else { throw reentrantError(slot) }
         return trail
     }
 }
