@@ -12,6 +12,11 @@ struct ResolutionTraits {
     /// A singleton the build leaves to its first use (``GraphPlan/deferred``): never resolved without
     /// suspending, as its creation may suspend.
     static let isDeferred: UInt8 = 8
+    /// A scoped service (not a seed) whose factory is synchronous and whose every dependency is read in
+    /// place once its scope is open: a singleton the build creates, a seed of the service's own kind of
+    /// scope, or a lazy or provider handle. Its first resolve in a scope makes it at once, with no check
+    /// of its dependencies (a request scope's usual service); without the flag, the check is made then.
+    static let makesInPlaceInScope: UInt8 = 16
 
     /// The flags of each service, by slot.
     let flags: [UInt8]
@@ -23,6 +28,7 @@ struct ResolutionTraits {
         let edgeKinds = plan.edgeKinds
         let providers = plan.providers
         let deferred = plan.deferred
+        let slotScopeKinds = plan.slotScopeKinds
         // An empty graph has no flags: an array made with no capacity this way writes its count into
         // the shared empty-array storage, a data race with every reader of an empty array.
         guard plan.count > 0 else {
@@ -37,6 +43,11 @@ struct ResolutionTraits {
                 // Start from "every dependency resolves synchronously, on both paths, and needs no scope".
                 var fromDependencies = Self.resolvesSynchronously | Self.resolvesSynchronouslyInScope
                 var needsScope: UInt8 = 0
+                // Looked at for a scoped service only: the build of a large graph of singletons pays
+                // nothing for it.
+                let isScoped = lifetimes[slot] == .scoped
+                var readsInPlace = isScoped
+                let kind = isScoped ? slotScopeKinds?[slot] ?? 0 : 0
                 var position = edges.firstEdge(of: slot)
                 edges.forEachDependency(of: slot) { dependency in
                     defer { position &+= 1 }
@@ -44,6 +55,15 @@ struct ResolutionTraits {
                     // A provider or a lazy handle: taking it neither suspends nor makes anything.
                     if let edgeKinds, edgeKinds[position].isHandle { return }
                     fromDependencies &= flags[dependency]
+                    guard readsInPlace else { return }
+                    switch lifetimes[dependency] {
+                    case .singleton: if deferred?[dependency] == true { readsInPlace = false }
+                    case .scoped:
+                        if !providers[dependency].isSeed || slotScopeKinds?[dependency] ?? 0 != kind {
+                            readsInPlace = false
+                        }
+                    case .transient: readsInPlace = false
+                    }
                 }
                 let own: UInt8
                 switch lifetimes[slot] {
@@ -52,7 +72,12 @@ struct ResolutionTraits {
                         deferred?[slot] == true
                         ? Self.isDeferred : Self.resolvesSynchronously | Self.resolvesSynchronouslyInScope
                 case .scoped:
-                    own = Self.needsScope | (providers[slot].isSeed ? Self.resolvesSynchronouslyInScope : 0)
+                    if providers[slot].isSeed {
+                        own = Self.needsScope | Self.resolvesSynchronouslyInScope
+                    } else {
+                        let makesInPlace = readsInPlace && providers[slot].factory.isSynchronous
+                        own = Self.needsScope | (makesInPlace ? Self.makesInPlaceInScope : 0)
+                    }
                 case .transient:
                     own =
                         providers[slot].factory.isSynchronous

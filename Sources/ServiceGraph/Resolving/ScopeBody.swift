@@ -662,14 +662,30 @@ final class _ScopeBody: @unchecked Sendable {
     /// ``madeInPlace(_:)``) and no one is making it: the first resolve of a request-scoped service.
     @usableFromInline
     func _makeInPlace(at slot: Int) throws -> _InPlace {
+        // Known when the graph was built for the usual request-scoped service; checked now otherwise (a
+        // dependency on a singleton made on first use, or on an outer scope's service, may be in place).
+        guard core.makesInPlaceInScope(slot) else { return try makeInPlaceIfReadable(slot) }
+        let owner = try _owner(of: slot)
+        _internalInvariant(
+            core.readsDependenciesInPlace(of: slot, in: owner),
+            "\(core.name(slot)) is not made in place"
+        )
+        return try owner.makeInPlaceIfFirst(slot)
+    }
+
+    @inline(never)
+    private func makeInPlaceIfReadable(_ slot: Int) throws -> _InPlace {
         guard core.lifetime(of: slot) == .scoped, core.buffers.withFactory(at: slot, { $0.isSynchronous }) else {
             return .elsewhere
         }
-        return try _owner(of: slot).makeInPlaceIfFirst(slot)
+        let owner = try _owner(of: slot)
+        guard core.readsDependenciesInPlace(of: slot, in: owner) else { return .elsewhere }
+        return try owner.makeInPlaceIfFirst(slot)
     }
 
+    /// Makes the instance at `slot`, whose dependencies are read in place in this scope, if no one has
+    /// made it or is making it.
     private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
-        guard core.readsDependenciesInPlace(of: slot, in: self) else { return .elsewhere }
         let creation = state.withLock { state -> Creation.ID? in
             // Closing, created or being made meanwhile: the asynchronous path reports or waits.
             guard !state.closing.hasStarted, instances.box(at: slot) == nil, state.creating[slot] == nil else {
@@ -737,7 +753,7 @@ final class _ScopeBody: @unchecked Sendable {
             return try core.buffers.withFactory(at: slot) { factory in
                 var resolver = _GraphCore._UnsafeResolver(core: core, scope: self, slot: slot)
                 let box =
-                    core.reportsScopeEvents && core.events.isEnabled(.serviceCreated)
+                    core.reportsScopeEvent(.serviceCreated)
                     ? try makeReportingCreation(of: slot, with: factory, &resolver)
                     : try factory.makeBoxSynchronously(&resolver)
                 let answer = instances.hookAnswer(at: slot)
@@ -1017,7 +1033,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// a close's, its hooks run.
     private func release(_ count: Int, givingBack callerSeedClaims: [InstanceHooks]) {
         for hooks in callerSeedClaims { core.hookClaims.giveBack(hooks) }
-        if core.reportsScopeEvents && core.events.isEnabled(.scopeClosed) {
+        if core.reportsScopeEvent(.scopeClosed) {
             core.events.send(ServiceGraphEvent(.scopeClosed))
         }
         // The scope's references dropped most recent first, as the hooks ran (no resolve reads

@@ -288,7 +288,7 @@ public final class ServiceGraph: Sendable {
         seeding: _ScopeBody.Seeding
     ) throws(ServiceGraphError) -> ServiceScope {
         // Names only for a listener, and made outside the lock (a key's name may run the key's code).
-        let reportsOpening = _core.reportsScopeEvents && _core.events.isEnabled(.scopeOpened)
+        let reportsOpening = _core.reportsScopeEvent(.scopeOpened)
         let names = reportsOpening ? scopeOpenedNames(kind: kind) : nil
         return try state.withLock { state throws(ServiceGraphError) in
             guard !state.shutdown.hasStarted else { throw newScopeRefused() }

@@ -260,6 +260,19 @@ final class _GraphCore: @unchecked Sendable {
         return buffers.resolutionFlags[slot] & _Buffers.resolvesSynchronouslyInScopeFlag != 0
     }
 
+    /// Whether the scoped service at `slot` is made in place by its first resolve in a scope, with no
+    /// check of its dependencies (see ``ResolutionTraits/makesInPlaceInScope``).
+    func makesInPlaceInScope(_ slot: Int) -> Bool {
+        buffers.checkSlot(slot)
+        return buffers.resolutionFlags[slot] & _Buffers.makesInPlaceInScopeFlag != 0
+    }
+
+    /// Whether a handler wants the scope event `kind`: the plain flag first (see ``reportsScopeEvents``).
+    @inline(__always)
+    func reportsScopeEvent(_ kind: ServiceGraphEvent.Kind) -> Bool {
+        reportsScopeEvents && events.isEnabled(kind)
+    }
+
     func name(_ slot: Int) -> String { keyNames.name(slot) }
 
     /// The index in ``scopeKinds`` of the kind of the scoped service or seed at `slot` (0 otherwise).
@@ -444,6 +457,8 @@ extension _GraphCore {
         static var needsScopeFlag: UInt8 { 4 }
         @inlinable
         static var isDeferredFlag: UInt8 { 8 }
+        @inlinable
+        static var makesInPlaceInScopeFlag: UInt8 { 16 }
         /// The dependencies of slot `s` are `dependencySlots[dependencyStart[s]..<dependencyStart[s + 1]]`.
         @usableFromInline
         let dependencyStart: UnsafeMutablePointer<Int32>
