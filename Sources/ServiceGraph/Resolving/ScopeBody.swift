@@ -1,3 +1,5 @@
+import Synchronization
+
 /// What a ``ServiceScope`` is made of: its instances, its state and the resolves in flight. The graph
 /// holds it strongly while the scope is open (its shutdown closes it), and the caller holds the
 /// ``ServiceScope`` handle, whose end (the caller dropping the scope without closing it) releases what
@@ -43,15 +45,16 @@ final class _ScopeBody: @unchecked Sendable {
         let tail: TailLayout
     }
 
-    /// The tail: the scope's ``State`` (read and written under the lock only), the resolve gate's word
-    /// and the lock's mutex, at offsets known when compiling (their types' layouts are), then the
+    /// The tail: the scope's ``State`` (read and written under the lock only), the resolve gate's word,
+    /// the count of creations and the lock's mutex, at offsets known when compiling (their types' layouts are), then the
     /// instance table (the cells and the creation order), whose length is the scope layout's. Each part
     /// at a whole number of cells.
     private struct TailLayout {
         // Computed, not stored: constants once inlined, where a static stored property is a lazy global.
         @inline(__always) static var state: Int { 0 }
         @inline(__always) static var gate: Int { state + cells(for: State.self) }
-        @inline(__always) static var mutex: Int { gate + cells(for: ResolveGate.self) }
+        @inline(__always) static var creations: Int { gate + cells(for: ResolveGate.self) }
+        @inline(__always) static var mutex: Int { creations + cells(for: Creations.self) }
         @inline(__always) static var table: Int { mutex + cells(for: PlatformMutex.Storage.self) }
 
         let cellCount: Int
@@ -105,6 +108,8 @@ final class _ScopeBody: @unchecked Sendable {
     private var instances: _GraphCore.ScopeCells { header.pointee.instances }
     /// The resolves in flight, which a close waits for.
     private var resolves: UnsafeMutablePointer<ResolveGate> { tail(at: TailLayout.gate, as: ResolveGate.self) }
+    /// How many instances the scope created, and whether it makes new ones.
+    private var creations: UnsafeMutablePointer<Creations> { tail(at: TailLayout.creations, as: Creations.self) }
     /// The scope's state under its lock.
     private var state: StateLock {
         StateLock(
@@ -131,9 +136,6 @@ final class _ScopeBody: @unchecked Sendable {
         var creating = CreationList()
         /// The identity of the next creation run by a resolve (see ``Creation/inline(_:)``).
         var nextCreationID: Creation.ID = 0
-        /// How many instances the scope created, seeds included: their slots, in creation order, are in
-        /// the cell table (``_GraphCore/ScopeCells/slot(createdAt:)``), which has room for all of them.
-        var createdCount = 0
         /// The created instances whose `willRemove` the scope owes, in creation order.
         var owedHooks: [StartedService] = []
         /// The scope's one close; a shutdown that finds the scope closing waits for it.
@@ -154,23 +156,6 @@ final class _ScopeBody: @unchecked Sendable {
         /// run time.
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
 
-        /// Records the instance just created at `slot`, whose `willRemove` the scope owes if `hooks`.
-        mutating func noteCreated(_ slot: Int, hooks: InstanceHooks?, in instances: _GraphCore.ScopeCells) {
-            instances.noteCreation(of: slot, at: createdCount)
-            createdCount += 1
-            if let hooks { owedHooks.append(StartedService(slot: slot, hooks: hooks)) }
-        }
-
-        /// Takes the number of created instances (their slots stay in the cell table, and no creation
-        /// writes there once the scope is closing) and the hooks owed, leaving none.
-        mutating func takeCreated() -> (count: Int, owed: [StartedService]) {
-            defer {
-                createdCount = 0
-                owedHooks = []
-            }
-            return (createdCount, owedHooks)
-        }
-
         /// Records that the calling resolve makes the instance at `slot`, which no one is making.
         mutating func startInlineCreation(at slot: Int) -> Creation.ID {
             let id = nextCreationID
@@ -178,6 +163,52 @@ final class _ScopeBody: @unchecked Sendable {
             creating.append(.inline(id), at: slot)
             return id
         }
+    }
+
+    /// The count of the instances a scope created, seeds included (their slots, in creation order, are in
+    /// the cell table, ``_GraphCore/ScopeCells/slot(createdAt:)``, which has room for all of them), and
+    /// whether it makes new ones: atomics, so that a resolve that makes an instance in place records it
+    /// without the scope's lock. Read under the lock once no resolve is in flight (a close waits for them
+    /// all before it takes the count).
+    struct Creations: ~Copyable, Sendable {
+        private let count = Atomic<Int>(0)
+        private let refused = Atomic<Bool>(false)
+
+        /// The position in creation order of the instance just made.
+        func next() -> Int {
+            count.wrappingAdd(1, ordering: .relaxed).oldValue
+        }
+
+        /// Takes the number of instances created, leaving none.
+        func take() -> Int {
+            count.exchange(0, ordering: .relaxed)
+        }
+
+        /// Whether the scope has started closing: a resolve makes no new instance then.
+        var areRefused: Bool { refused.load(ordering: .relaxed) }
+
+        func refuse() {
+            refused.store(true, ordering: .relaxed)
+        }
+    }
+
+    /// Records the instance just created at `slot`, whose `willRemove` the scope owes if `hooks`. Under the
+    /// lock when `hooks` (the list of hooks owed is the state's).
+    private func noteCreated(_ slot: Int, hooks: InstanceHooks?, in state: inout State) {
+        instances.noteCreation(of: slot, at: creations.pointee.next())
+        if let hooks { state.owedHooks.append(StartedService(slot: slot, hooks: hooks)) }
+    }
+
+    /// Records the instance just made in place at `slot`, which has no hooks: no lock.
+    private func noteCreatedInPlace(_ slot: Int) {
+        instances.noteCreation(of: slot, at: creations.pointee.next())
+    }
+
+    /// Takes the number of created instances (their slots stay in the cell table, and no creation writes
+    /// there once the scope is closing and its resolves have returned) and the hooks owed, leaving none.
+    private func takeCreated(_ state: inout State) -> (count: Int, owed: [StartedService]) {
+        defer { state.owedHooks = [] }
+        return (creations.pointee.take(), state.owedHooks)
     }
 
     /// The seeds of a new scope, one per seed of its kind.
@@ -225,6 +256,8 @@ final class _ScopeBody: @unchecked Sendable {
                 .initialize(
                     to: ResolveGate()
                 )
+            UnsafeMutableRawPointer(elements + TailLayout.creations).bindMemory(to: Creations.self, capacity: 1)
+                .initialize(to: Creations())
             PlatformMutex.initialize(
                 UnsafeMutableRawPointer(elements + TailLayout.mutex).bindMemory(
                     to: PlatformMutex.Storage.self,
@@ -252,13 +285,13 @@ final class _ScopeBody: @unchecked Sendable {
                 // Safety: each seed's key has a slot (``_GraphCore/seedsArePlainAndExact(_:kind:)``).
                 instances.publish(seed.box, at: core.slot(of: seed, at: position, of: seedSlots).unsafelyUnwrapped)
             }
-            for slot in seedSlots { state.noteCreated(slot, hooks: nil, in: instances) }
+            for slot in seedSlots { noteCreated(slot, hooks: nil, in: &state) }
         case .placed(let seeds):
             for placed in seeds {
                 instances.publish(placed.seed.box, at: placed.slot)
                 // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
                 let owned = placed.isOwned
-                state.noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: instances)
+                noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: &state)
                 if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
             }
         }
@@ -270,6 +303,7 @@ final class _ScopeBody: @unchecked Sendable {
         // Each part taken out and destroyed as its own type (`move()`): `deinitialize(count:)` goes through
         // the runtime's loop over an array of any type, more code fetched for each scope that ends.
         _ = resolves.move()
+        _ = creations.move()
         PlatformMutex.destroy(tail(at: TailLayout.mutex, as: PlatformMutex.Storage.self))
         _ = tail(at: TailLayout.state, as: State.self).move()
         _ = header.move()
@@ -295,6 +329,7 @@ final class _ScopeBody: @unchecked Sendable {
         if resolves.pointee.isClosing { return }
         let isDrained = state.withLock { state -> Bool? in
             guard case .run = state.closing.start() else { return nil }
+            creations.pointee.refuse()
             _ = state.closing.finish(with: [])
             // A resolve may be in flight without the handle: a provider's or a lazy handle's, which hold
             // this body. New ones are refused; what the scope owns is released once those have returned.
@@ -318,7 +353,7 @@ final class _ScopeBody: @unchecked Sendable {
         let taken = state.withLock { state -> (scope: DroppedScope, graph: ServiceGraph?) in
             for hooks in state.callerSeedClaims { self.core.hookClaims.giveBack(hooks) }
             state.callerSeedClaims = []
-            let (count, owed) = state.takeCreated()
+            let (count, owed) = takeCreated(&state)
             let boxes = (0..<count).compactMap { instances.take(instances.slot(createdAt: $0)) }
             return (DroppedScope(owed: owed, boxes: boxes), state.graph.take())
         }
@@ -577,18 +612,7 @@ final class _ScopeBody: @unchecked Sendable {
     private nonisolated(nonsending) func madeBoxOnce(at slot: Int) async throws -> _GraphCore._PublishedBox? {
         let step = state.withLock { state -> LookupStep in
             if state.closing.hasStarted { return .closed }
-            // Created since the first look.
-            if instances.box(at: slot) != nil { return .ready }
-            if let creation = state.creating[slot] { return .wait(creation) }
-            // A synchronous factory is run by the first resolve, in its own task: no task to start and
-            // switch to (most of a request scope's cost). Nothing in it can be cut short by the caller's
-            // cancellation but the `didAdd` hook, which runs in a task of its own (``addInline(_:_:to:)``).
-            if core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
-                return .create(state.startInlineCreation(at: slot))
-            }
-            let task = UnretainingTask.start { try await self.create(slot) }
-            state.creating.append(.task(task), at: slot)
-            return .wait(.task(task))
+            return lookUp(slot, in: &state)
         }
         switch step {
         case .ready:
@@ -624,6 +648,40 @@ final class _ScopeBody: @unchecked Sendable {
         return box
     }
 
+    /// What a resolve of the instance at `slot` does, under the scope's lock: read it, wait for the
+    /// creation in flight, or start one. Its cell says which (see ``_GraphCore/ScopeCells``).
+    private func lookUp(_ slot: Int, in state: inout State) -> LookupStep {
+        while true {
+            switch instances.making(slot) {
+            case .created:
+                return .ready
+            case .waited:
+                guard let creation = state.creating[slot] else {
+                    preconditionFailure("\(core.name(slot)) is being made with no creation listed")
+                }
+                return .wait(creation)
+            case .claimed:
+                // Being made in place by another resolve, which publishes it under the lock from now on
+                // and resumes those waiting in the list. A claim given up meanwhile: look again.
+                if instances.markWaited(slot, from: .claimed) {
+                    return .wait(.inline(state.startInlineCreation(at: slot)))
+                }
+            case .empty:
+                guard instances.markWaited(slot, from: .empty) else { continue }
+                // A synchronous factory is run by the first resolve, in its own task: no task to start
+                // and switch to (most of a request scope's cost). Nothing in it can be cut short by the
+                // caller's cancellation but the `didAdd` hook, which runs in a task of its own
+                // (``add(_:at:claim:inline:)``).
+                if core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
+                    return .create(state.startInlineCreation(at: slot))
+                }
+                let task = UnretainingTask.start { try await self.create(slot) }
+                state.creating.append(.task(task), at: slot)
+                return .wait(.task(task))
+            }
+        }
+    }
+
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
     /// resolve can try again. Runs in its own entry of the ``_ResolutionTrail``, so that a factory or hook
     /// asking this scope for the instance again fails instead of waiting for itself.
@@ -655,7 +713,9 @@ final class _ScopeBody: @unchecked Sendable {
         let slot: Int
         let box: _AnyBox
         let claim: ClaimedHooks
-        let creation: Creation.ID
+        /// The creation in the scope's list, when the asynchronous path started it; nil for a claim of
+        /// the cell alone (``_GraphCore/ScopeCells/claim(_:)``).
+        let creation: Creation.ID?
     }
 
     /// Makes the scoped instance at `slot` in place, without suspending, if it can be made so (see
@@ -685,28 +745,21 @@ final class _ScopeBody: @unchecked Sendable {
 
     /// Makes the instance at `slot`, whose dependencies are read in place in this scope, if no one has
     /// made it or is making it.
+    ///
+    /// The instance's cell is claimed with a compare-and-exchange, not under the scope's lock: a request
+    /// scope's first resolve takes no lock. Those who come to wait for it meanwhile mark the cell, under
+    /// the lock, and the instance is then published under it (see ``_GraphCore/ScopeCells``).
     private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
-        let creation = state.withLock { state -> Creation.ID? in
-            // Closing, created or being made meanwhile: the asynchronous path reports or waits.
-            guard !state.closing.hasStarted, instances.box(at: slot) == nil, state.creating[slot] == nil else {
-                return nil
-            }
-            return state.startInlineCreation(at: slot)
-        }
-        guard let creation else { return .elsewhere }
-        let made: (box: _AnyBox, claim: ClaimedHooks)
-        do {
-            // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's
-            // singletons stay.
-            made = try makeInPlace(slot)
-        } catch {
-            finishInlineCreation(creation, at: slot, throwing: error)
-            throw error
-        }
+        // Closing, or created or being made meanwhile: the asynchronous path reports or waits.
+        guard !creations.pointee.areRefused, instances.claim(slot) else { return .elsewhere }
+        // Its dependencies were read in place a moment ago, and a scope's seeds and a graph's singletons
+        // stay. A factory that throws gives the claim up (``forgetCreation(at:failing:)``).
+        let made = try makeInPlace(slot)
         guard case .none = made.claim else {
-            return .adding(_MadeInPlace(owner: self, slot: slot, box: made.box, claim: made.claim, creation: creation))
+            return .adding(_MadeInPlace(owner: self, slot: slot, box: made.box, claim: made.claim, creation: nil))
         }
-        publish(made.box, at: slot, hooks: nil)
+        noteCreatedInPlace(slot)
+        if !instances.publishClaimed(made.box, at: slot) { publish(made.box, at: slot, hooks: nil, noted: true) }
         return .made(made.box)
     }
 
@@ -723,14 +776,15 @@ final class _ScopeBody: @unchecked Sendable {
         _ box: _AnyBox,
         at slot: Int,
         claim: ClaimedHooks,
-        creation: Creation.ID
+        creation: Creation.ID?
     ) async throws {
         do {
             try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
                 try await add(box, at: slot, claim: claim, inline: true)
             }
         } catch {
-            finishInlineCreation(creation, at: slot, throwing: error)
+            // A claim of the cell alone was given up by `add` (``forgetCreation(at:failing:)``).
+            if let creation { finishInlineCreation(creation, at: slot, throwing: error) }
             throw error
         }
     }
@@ -841,26 +895,37 @@ final class _ScopeBody: @unchecked Sendable {
     }
 
     /// Publishes the instance made at `slot`, its `didAdd` run: resolves read it from now on.
-    private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?) {
+    /// Under the lock, or with `noted` when the caller recorded the creation already (one with no hooks).
+    private func publish(_ box: _AnyBox, at slot: Int, hooks: InstanceHooks?, noted: Bool = false) {
         let waiters = state.withLock { state in
-            instances.publish(box, at: slot)
-            state.noteCreated(slot, hooks: hooks, in: instances)
+            instances.publishMade(box, at: slot)
+            if !noted { noteCreated(slot, hooks: hooks, in: &state) }
             return state.creating.remove(slot)
         }
         waiters.resume(throwing: nil)
     }
 
     /// Forgets the failed creation at `slot`, so that a later resolve tries again, and fails those
-    /// waiting for it with `error`, which it returns.
+    /// waiting for it with `error`, which it returns. A creation in place no one waits for gives its
+    /// claim up without the lock.
     private func forgetCreation(at slot: Int, failing error: any Error) -> any Error {
-        state.withLock { $0.creating.remove(slot) }.resume(throwing: error)
+        if instances.unclaim(slot) { return error }
+        state.withLock { state in
+            instances.unmark(slot)
+            return state.creating.remove(slot)
+        }.resume(throwing: error)
         return error
     }
 
     /// Ends the creation `id` of the instance at `slot` run by a resolve, if it has not ended (by
-    /// ``publish(_:at:hooks:)`` or ``forgetCreation(at:failing:)``), and resumes those waiting.
+    /// ``publish(_:at:hooks:noted:)`` or ``forgetCreation(at:failing:)``), and resumes those waiting.
     private func finishInlineCreation(_ id: Creation.ID, at slot: Int, throwing error: (any Error)?) {
-        state.withLock { $0.creating.finish(id, at: slot) }.resume(throwing: error)
+        state.withLock { state -> CreationList.Waiters in
+            guard let waiters = state.creating.finish(id, at: slot) else { return CreationList.Waiters() }
+            // Ended with no instance: the next resolve makes one.
+            instances.unmark(slot)
+            return waiters
+        }.resume(throwing: error)
     }
 
     /// Waits until `creation`, of the instance at `slot`, has ended (not cancellable, as `Task.value` is
@@ -885,7 +950,13 @@ final class _ScopeBody: @unchecked Sendable {
     /// (it would be waiting for itself), or when another scope or the graph holds the instance.
     private nonisolated(nonsending) func waitForCreation(of holder: Int, heldFor slot: Int) async {
         guard holder != slot, !_ResolutionTrail.isMaking(holder, of: self) else { return }
-        guard let creation = state.withLock({ $0.creating[holder] }) else { return }
+        let creation = state.withLock { state -> Creation? in
+            if let creation = state.creating[holder] { return creation }
+            // Being made in place by a resolve no one waits for: wait for it in the list.
+            guard instances.making(holder) == .claimed, instances.markWaited(holder, from: .claimed) else { return nil }
+            return .inline(state.startInlineCreation(at: holder))
+        }
+        guard let creation else { return }
         _ = try? await wait(for: creation, at: holder)
     }
 
@@ -944,8 +1015,9 @@ final class _ScopeBody: @unchecked Sendable {
             // through this close.
             _ = state.closing.start()
             _ = state.closing.finish(with: [])
+            creations.pointee.refuse()
             defer { state.callerSeedClaims = [] }
-            return (state.takeCreated().count, state.callerSeedClaims, state.graph.take())
+            return (takeCreated(&state).count, state.callerSeedClaims, state.graph.take())
         }
         guard case let (count, callerSeedClaims, graph)? = consume taken else { return false }
         release(count, givingBack: callerSeedClaims)
@@ -971,11 +1043,12 @@ final class _ScopeBody: @unchecked Sendable {
         let role = state.withLock { state -> Role in
             switch state.closing.start() {
             case .run:
+                creations.pointee.refuse()
                 if state.children.isEmpty && state.unfinishedChildren == 0 && state.creating.isEmpty {
                     resolves.pointee.close()
                     if resolves.pointee.isDrained {
                         defer { state.callerSeedClaims = [] }
-                        return .closeNow(state.takeCreated(), callerSeedClaims: state.callerSeedClaims)
+                        return .closeNow(takeCreated(&state), callerSeedClaims: state.callerSeedClaims)
                     }
                 }
                 // Weak references only: a scope loaded here and released under the lock could end,
@@ -1015,7 +1088,7 @@ final class _ScopeBody: @unchecked Sendable {
             }
             (created, callerSeedClaims) = state.withLock { state in
                 defer { state.callerSeedClaims = [] }
-                return (state.takeCreated(), state.callerSeedClaims)
+                return (takeCreated(&state), state.callerSeedClaims)
             }
         }
         var owed = created.owed
@@ -1300,12 +1373,12 @@ struct CreationList {
 
     /// Removes the creation at `slot`, if there is one, with those waiting for it.
     mutating func remove(_ slot: Int) -> Waiters {
-        remove { $0.slot == slot }
+        remove { $0.slot == slot } ?? Waiters()
     }
 
     /// Removes the creation `id` at `slot` if it is still in flight (not a later one), with those
-    /// waiting for it.
-    mutating func finish(_ id: Creation.ID, at slot: Int) -> Waiters {
+    /// waiting for it; nil when it has ended.
+    mutating func finish(_ id: Creation.ID, at slot: Int) -> Waiters? {
         remove { $0.slot == slot && $0.isInline(id) }
     }
 
@@ -1325,12 +1398,12 @@ struct CreationList {
 
     /// Removes the first entry `matches` accepts, with those waiting for it; the next one in line takes
     /// the first place when it was there.
-    private mutating func remove(where matches: (Entry) -> Bool) -> Waiters {
+    private mutating func remove(where matches: (Entry) -> Bool) -> Waiters? {
         if let entry = first, matches(entry) {
             first = others.isEmpty ? nil : others.removeFirst()
             return entry.waiters
         }
-        guard let index = others.firstIndex(where: matches) else { return Waiters() }
+        guard let index = others.firstIndex(where: matches) else { return nil }
         return others.remove(at: index).waiters
     }
 }

@@ -11,6 +11,12 @@ extension _GraphCore {
     /// holds a cell's box without retaining it (``_PublishedBox``) is always inside a resolve the close
     /// waits for. The table owns one retain of each published box (taken in ``publish(_:at:)``, given
     /// back by whoever takes it out with ``take(_:)``).
+    ///
+    /// A cell also says who is making its instance, so that the first resolve of a request scope's
+    /// service claims it without the scope's lock: empty; ``claimed`` by a resolve that makes it in place
+    /// and that no one waits for (it publishes or gives up with a compare-and-exchange); ``waited``, made
+    /// with the scope's ``CreationList`` entry for it, under the scope's lock (those waiting are there);
+    /// or the instance's box. Readers of boxes see either mark as empty.
     struct ScopeCells: @unchecked Sendable {
         typealias Cell = Atomic<Unmanaged<_AnyBox>?>
 
@@ -72,7 +78,7 @@ extension _GraphCore {
             for index in 0..<count {
                 // A scope's close takes every box out first (here this only guards against a leak); a
                 // graph's singletons created on first use are released here.
-                cells[index].exchange(nil, ordering: .relaxed)?.release()
+                if let box = cells[index].exchange(nil, ordering: .relaxed), !isMark(box) { box.release() }
             }
             cells.deinitialize(count: count)
         }
@@ -103,11 +109,99 @@ extension _GraphCore {
             layout.hookAnswer(at: slot)
         }
 
-        /// The published box at `slot`, not retained; nil when it is not created yet, or not scoped.
+        /// The published box at `slot`, not retained; nil when it is not created yet (or being made), or
+        /// not scoped.
         func box(at slot: Int) -> _PublishedBox? {
             let index = layout.index(of: slot)
-            guard index >= 0 else { return nil }
-            return cells[index].load(ordering: .acquiring).map(_PublishedBox.init)
+            guard index >= 0, let box = cells[index].load(ordering: .acquiring), !Self.isMark(box) else { return nil }
+            return _PublishedBox(box)
+        }
+
+        // MARK: Who is making an instance
+
+        /// The mark of a cell whose instance a resolve is making in place, with no one waiting for it. A
+        /// value no object can have (it is never retained or released).
+        private static var claimed: Unmanaged<_AnyBox> { Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: 0x8)!) }
+        /// The mark of a cell whose instance is being made, with the scope's ``CreationList`` entry for it.
+        private static var waited: Unmanaged<_AnyBox> { Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: 0x18)!) }
+
+        @inline(__always)
+        private static func isMark(_ cell: Unmanaged<_AnyBox>) -> Bool {
+            UInt(bitPattern: cell.toOpaque()) <= 0x18
+        }
+
+        /// What a cell holds, for the scope's code under its lock.
+        enum Making {
+            case empty
+            /// A resolve makes it in place, and no one waits for it.
+            case claimed
+            /// Being made, with the scope's list entry for it.
+            case waited
+            case created
+        }
+
+        /// What the cell of `slot` holds; empty when the service has no cell here.
+        func making(_ slot: Int) -> Making {
+            let index = layout.index(of: slot)
+            guard index >= 0, let cell = cells[index].load(ordering: .acquiring) else { return .empty }
+            if cell.toOpaque() == Self.claimed.toOpaque() { return .claimed }
+            return cell.toOpaque() == Self.waited.toOpaque() ? .waited : .created
+        }
+
+        /// Claims the empty cell of `slot` for a resolve that makes the instance in place, without the
+        /// scope's lock; false when it is created or being made.
+        func claim(_ slot: Int) -> Bool {
+            cell(slot).pointee.compareExchange(expected: nil, desired: Self.claimed, ordering: .relaxed).exchanged
+        }
+
+        /// Marks the cell of `slot` as made with the scope's list entry for it, from `expected` (empty: a
+        /// creation the list starts; claimed: the first resolve to wait for a creation in place). Under
+        /// the scope's lock; false when the cell changed meanwhile (a creation in place ended).
+        func markWaited(_ slot: Int, from expected: Making) -> Bool {
+            _internalInvariant(expected == .empty || expected == .claimed, "a cell marked from \(expected)")
+            return cell(slot).pointee.compareExchange(
+                expected: expected == .claimed ? Self.claimed : nil,
+                desired: Self.waited,
+                ordering: .relaxed
+            ).exchanged
+        }
+
+        /// Publishes the instance a resolve made in place, if no one came to wait for it (the cell is
+        /// still claimed); false otherwise, and the caller publishes it under the lock
+        /// (``publishMade(_:at:)``).
+        func publishClaimed(_ box: _AnyBox, at slot: Int) -> Bool {
+            let retained = Unmanaged.passRetained(box)
+            let exchanged = cell(slot).pointee.compareExchange(
+                expected: Self.claimed,
+                desired: retained,
+                ordering: .releasing
+            ).exchanged
+            if !exchanged { retained.release() }
+            return exchanged
+        }
+
+        /// Publishes the instance made at `slot`, whose cell is marked as being made: under the scope's
+        /// lock, or by the resolve that claimed it.
+        func publishMade(_ box: _AnyBox, at slot: Int) {
+            let old = cell(slot).pointee.exchange(.passRetained(box), ordering: .releasing)
+            precondition(old.map(Self.isMark) == true, "a scoped instance was published twice")
+        }
+
+        /// Gives up the claim of a resolve that failed to make the instance in place, if no one came to
+        /// wait for it; false otherwise, and the caller empties the cell under the lock.
+        func unclaim(_ slot: Int) -> Bool {
+            cell(slot).pointee.compareExchange(expected: Self.claimed, desired: nil, ordering: .relaxed).exchanged
+        }
+
+        /// Empties the cell of `slot`, marked as being made with the scope's list entry for it: the
+        /// creation ended without an instance. Under the scope's lock.
+        func unmark(_ slot: Int) {
+            let (exchanged, found) = cell(slot).pointee.compareExchange(
+                expected: Self.waited,
+                desired: nil,
+                ordering: .relaxed
+            )
+            _internalInvariant(exchanged || found == nil, "a cell not being made was emptied")
         }
 
         /// Publishes the created instance at `slot`, once: readers see it from now on.

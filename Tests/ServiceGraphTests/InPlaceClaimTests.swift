@@ -1,0 +1,211 @@
+import ServiceGraph
+import Synchronization
+import Testing
+import ServiceGraphTestSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The first resolve of a scoped service whose dependencies are read in place claims the service's cell
+/// without the scope's lock, makes the instance and publishes it with a compare-and-exchange; resolves
+/// that come meanwhile wait for it in the scope's list, and the instance is then published under the
+/// lock. These tests hold the factory (synchronous: it blocks its thread) while others come, so that
+/// every hand-over between the two is taken.
+@Suite("A scoped instance claimed in place while others come", .serialized)
+struct InPlaceClaimTests {
+    enum SeedKey: ServiceKey { typealias Value = String }
+    enum HeldKey: ServiceKey { typealias Value = Made }
+
+    final class Made: Sendable {
+        let name: String
+        let released: Tally
+
+        init(_ name: String, released: Tally) {
+            self.name = name
+            self.released = released
+        }
+
+        deinit { released.increment() }
+    }
+
+    /// A synchronous factory the test holds: it says when it has started, then blocks its thread until
+    /// let go (or a deadline passes, so that a broken test fails rather than hangs), then makes an
+    /// instance or throws.
+    final class Gate: Sendable {
+        let started = Tally()
+        let open = Atomic(false)
+        let failures = Atomic(0)
+
+        func pass() throws {
+            started.increment()
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !open.load(ordering: .acquiring), ContinuousClock.now < deadline { usleep(200) }
+            if failures.wrappingSubtract(1, ordering: .relaxed).oldValue > 0 { throw TestFailure("held factory fails") }
+        }
+
+        /// Waits (suspending, not blocking) until the factory has started `count` times.
+        func waitUntilStarted(_ count: Int) async throws {
+            try await withDeadline(.seconds(10)) {
+                while self.started.count < count { try await Task.sleep(for: .milliseconds(1)) }
+            }
+        }
+    }
+
+    private func graph(_ gate: Gate, released: Tally) async throws -> ServiceGraph {
+        var builder = ServiceGraph.Builder()
+        builder.seed(SeedKey.self)
+        builder.provide(HeldKey.self, lifetime: .scoped, dependsOn: SeedKey.self) { seed in
+            try gate.pass()
+            return Made(seed, released: released)
+        }
+        return try await builder.build()
+    }
+
+    /// Resolves `HeldKey` from `count` tasks, each result or error in order of arrival.
+    private func resolveFromMany(_ scope: ServiceScope, _ count: Int) -> Task<[Result<Made, any Error>], Never> {
+        Task {
+            await withTaskGroup(of: Result<Made, any Error>.self) { group in
+                for _ in 0..<count {
+                    group.addTask {
+                        do { return .success(try await scope.resolve(HeldKey.self)) } catch { return .failure(error) }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+    }
+
+    @Test("those who come while the instance is made get it, made once, and it is released once")
+    func waitersGetTheInstanceMadeInPlace() async throws {
+        let (gate, released) = (Gate(), Tally())
+        let graph = try await graph(gate, released: released)
+        do {
+            let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "held"))
+            let first = Task { try await scope.resolve(HeldKey.self) }
+            try await gate.waitUntilStarted(1)
+            let others = resolveFromMany(scope, 16)
+            try await Task.sleep(for: .milliseconds(30))
+            gate.open.store(true, ordering: .releasing)
+            let made = try await withDeadline(.seconds(10)) { try await first.value }
+            let results = try await withDeadline(.seconds(10)) { await others.value }
+            #expect(results.count == 16)
+            for result in results { #expect(try result.get() === made) }
+            #expect(gate.started.count == 1)
+            #expect(try await scope.resolve(HeldKey.self) === made)
+            try await scope.close()
+        }
+        #expect(released.count == 1)
+        try await graph.shutdown()
+    }
+
+    @Test("a factory that fails while others wait fails them all, and the next resolve makes it")
+    func aFailureWhileOthersWaitFailsThemAndIsTriedAgain() async throws {
+        let (gate, released) = (Gate(), Tally())
+        gate.failures.store(1, ordering: .relaxed)
+        let graph = try await graph(gate, released: released)
+        do {
+            let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "again"))
+            let first = Task { try await scope.resolve(HeldKey.self) }
+            try await gate.waitUntilStarted(1)
+            let others = resolveFromMany(scope, 8)
+            try await Task.sleep(for: .milliseconds(30))
+            gate.open.store(true, ordering: .releasing)
+            let error = await #expect(throws: ServiceGraphError.self) {
+                try await withDeadline(.seconds(10)) { try await first.value }
+            }
+            #expect(error.map { "\($0)" }?.contains("HeldKey") == true)
+            let results = try await withDeadline(.seconds(10)) { await others.value }
+            // Each waiter failed with the creation's error, or (coming after it ended) made the instance
+            // itself: never two instances, never a hang.
+            let made = results.compactMap { try? $0.get() }
+            #expect(Set(made.map(ObjectIdentifier.init)).count <= 1)
+            for case .failure(let failure) in results { #expect("\(failure)".contains("HeldKey")) }
+            let later = try await scope.resolve(HeldKey.self)
+            #expect(later.name == "again")
+            #expect(made.allSatisfy { $0 === later })
+            #expect(gate.started.count == 2)
+            try await scope.close()
+        }
+        #expect(released.count == 1)
+        try await graph.shutdown()
+    }
+
+    @Test("a factory that fails with no one waiting leaves the cell empty for the next resolve")
+    func aFailureAloneLeavesTheCellEmpty() async throws {
+        let (gate, released) = (Gate(), Tally())
+        gate.failures.store(2, ordering: .relaxed)
+        gate.open.store(true, ordering: .releasing)
+        let graph = try await graph(gate, released: released)
+        let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "alone"))
+        for _ in 0..<2 { await #expect(throws: ServiceGraphError.self) { try await scope.resolve(HeldKey.self) } }
+        #expect(try await scope.resolve(HeldKey.self).name == "alone")
+        #expect(try scope.resolveSynchronously(SeedKey.self) == "alone")
+        try await scope.close()
+        #expect(released.count == 1)
+        #expect(gate.started.count == 3)
+        try await graph.shutdown()
+    }
+
+    @Test("a close that comes while the instance is made waits for it, and releases it once")
+    func aCloseWaitsForTheCreationInPlace() async throws {
+        let (gate, released) = (Gate(), Tally())
+        let graph = try await graph(gate, released: released)
+        let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "closing"))
+        let first = Task { try await scope.resolve(HeldKey.self).name }
+        try await gate.waitUntilStarted(1)
+        let closed = Atomic(false)
+        let close = Task {
+            try await scope.close()
+            closed.store(true, ordering: .releasing)
+        }
+        try await Task.sleep(for: .milliseconds(30))
+        let closedEarly = closed.load(ordering: .acquiring)
+        #expect(!closedEarly)
+        // Refused once the close has started: a resolve that comes now makes nothing.
+        await #expect(throws: ServiceGraphError.self) { try await scope.resolve(HeldKey.self) }
+        gate.open.store(true, ordering: .releasing)
+        #expect(try await withDeadline(.seconds(10)) { try await first.value } == "closing")
+        try await withDeadline(.seconds(10)) { try await close.value }
+        #expect(released.count == 1)
+        #expect(gate.started.count == 1)
+        try await graph.shutdown()
+    }
+
+    @Test("many scopes, many tasks, failures here and there: one instance per scope, each released once")
+    func manyScopesAtOnce() async throws {
+        let released = Tally()
+        let attempts = Tally()
+        var builder = ServiceGraph.Builder()
+        builder.seed(SeedKey.self)
+        builder.provide(HeldKey.self, lifetime: .scoped, dependsOn: SeedKey.self) { seed in
+            // Every third attempt fails: some fail alone, some with others waiting.
+            if attempts.increment() % 3 == 0 { throw TestFailure("every third attempt") }
+            return Made(seed, released: released)
+        }
+        let graph = try await builder.build()
+        let madeCount = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "scope-\(index)"))
+                    let results = await resolveFromMany(scope, 8).value
+                    let made = results.compactMap { try? $0.get() }
+                    #expect(Set(made.map(ObjectIdentifier.init)).count <= 1)
+                    #expect(made.allSatisfy { $0.name == "scope-\(index)" })
+                    let instance = try await scope.resolve(HeldKey.self)
+                    #expect(made.allSatisfy { $0 === instance })
+                    try await scope.close()
+                    return 1
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(madeCount == 40)
+        #expect(released.count == 40)
+        try await graph.shutdown()
+    }
+}
