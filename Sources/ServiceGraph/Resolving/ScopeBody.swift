@@ -99,7 +99,14 @@ final class _ScopeBody: @unchecked Sendable {
 
     /// The graph's core, for the library's code that is not inlined into clients (the inlined resolve
     /// path is given it: see ``Header/core``).
-    var core: _GraphCore { header.pointee.core }
+    var core: _GraphCore {
+        // An addressor: the core is read in place, borrowed, with no retain and release around each use
+        // (the scope's code reads it a dozen times per request).
+        unsafeAddress {
+            UnsafeRawPointer(header).advanced(by: MemoryLayout<Header>.offset(of: \Header.core).unsafelyUnwrapped)
+                .assumingMemoryBound(to: _GraphCore.self)
+        }
+    }
     var id: Int { header.pointee.id }
     private var place: Int { header.pointee.place }
     var kind: UInt16 { header.pointee.kind }
@@ -568,9 +575,14 @@ final class _ScopeBody: @unchecked Sendable {
             if candidate.kind == owner { return candidate }
             scope = candidate.parent
         }
+        throw wrongKindError(slot)
+    }
+
+    @inline(never)
+    private func wrongKindError(_ slot: Int) -> ServiceGraphError {
         let name = core.name(slot)
         let (wanted, own) = (core.scopeKind(of: slot), core.scopeKinds[Int(kind)])
-        throw ServiceGraphError(
+        return ServiceGraphError(
             .init(
                 .wrongScopeKind,
                 key: name,
@@ -725,7 +737,8 @@ final class _ScopeBody: @unchecked Sendable {
         // Known when the graph was built for the usual request-scoped service; checked now otherwise (a
         // dependency on a singleton made on first use, or on an outer scope's service, may be in place).
         guard core.makesInPlaceInScope(slot) else { return try makeInPlaceIfReadable(slot) }
-        let owner = try _owner(of: slot)
+        // Usually a service of this scope's own kind, made here.
+        let owner = core.scopeKindIndex(of: slot) == kind ? self : try _owner(of: slot)
         _internalInvariant(
             core.readsDependenciesInPlace(of: slot, in: owner),
             "\(core.name(slot)) is not made in place"
