@@ -80,17 +80,28 @@ struct InPlaceClaimTests {
         }
     }
 
+    /// A resolve whose factory `gate` holds, and `count` more started once it is held; the factory is let
+    /// go once they have had time to come and wait.
+    private func resolveWhileHeld(
+        _ scope: ServiceScope,
+        _ gate: Gate,
+        others count: Int
+    ) async throws -> (first: Task<Made, any Error>, others: Task<[Result<Made, any Error>], Never>) {
+        let first = Task { try await scope.resolve(HeldKey.self) }
+        try await gate.waitUntilStarted(1)
+        let others = resolveFromMany(scope, count)
+        try await Task.sleep(for: .milliseconds(30))
+        gate.open.store(true, ordering: .releasing)
+        return (first, others)
+    }
+
     @Test("those who come while the instance is made get it, made once, and it is released once")
     func waitersGetTheInstanceMadeInPlace() async throws {
         let (gate, released) = (Gate(), Tally())
         let graph = try await graph(gate, released: released)
         do {
             let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "held"))
-            let first = Task { try await scope.resolve(HeldKey.self) }
-            try await gate.waitUntilStarted(1)
-            let others = resolveFromMany(scope, 16)
-            try await Task.sleep(for: .milliseconds(30))
-            gate.open.store(true, ordering: .releasing)
+            let (first, others) = try await resolveWhileHeld(scope, gate, others: 16)
             let made = try await withDeadline(.seconds(10)) { try await first.value }
             let results = try await withDeadline(.seconds(10)) { await others.value }
             #expect(results.count == 16)
@@ -110,11 +121,7 @@ struct InPlaceClaimTests {
         let graph = try await graph(gate, released: released)
         do {
             let scope = try graph.makeScope(seeding: ScopeSeed(SeedKey.self, "again"))
-            let first = Task { try await scope.resolve(HeldKey.self) }
-            try await gate.waitUntilStarted(1)
-            let others = resolveFromMany(scope, 8)
-            try await Task.sleep(for: .milliseconds(30))
-            gate.open.store(true, ordering: .releasing)
+            let (first, others) = try await resolveWhileHeld(scope, gate, others: 8)
             let error = await #expect(throws: ServiceGraphError.self) {
                 try await withDeadline(.seconds(10)) { try await first.value }
             }
