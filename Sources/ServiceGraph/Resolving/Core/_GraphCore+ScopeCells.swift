@@ -28,7 +28,10 @@ extension _GraphCore {
         /// One cell per scoped slot, in the order of ``ScopeLayout``.
         private let cells: UnsafeMutablePointer<Cell>
         /// The slots of the instances the scope created, in creation order, after the cells in the same
-        /// memory: written and read under the scope's lock (or once no one else can reach the scope).
+        /// memory. Each position is written once, by the resolve that made the instance (under the scope's
+        /// lock, or without it for an instance made in place), and read only once the scope's resolves
+        /// have all returned: each resolve leaves the scope's resolve gate with a releasing write, which a
+        /// close's wait for the gate to drain reads with an acquiring one.
         private let order: UnsafeMutablePointer<Int32>
 
         /// Cells that are a storage of their own (a graph's singletons created on first use).
@@ -83,8 +86,9 @@ extension _GraphCore {
             cells.deinitialize(count: count)
         }
 
-        /// Records that the instance at `slot` was the scope's `position`th creation (seeds first). Only
-        /// under the scope's lock, each cell's instance once: `position` is below the number of cells.
+        /// Records that the instance at `slot` was the scope's `position`th creation (seeds first), each
+        /// cell's instance once, by the resolve that made it (see `order`): `position` is below the
+        /// number of cells.
         func noteCreation(of slot: Int, at position: Int) {
             _internalInvariant(position >= 0 && position < layout.count, "creation \(position) of \(layout.count)")
             order[position] = Int32(truncatingIfNeeded: slot)
