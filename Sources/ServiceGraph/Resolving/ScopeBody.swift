@@ -673,11 +673,8 @@ final class _ScopeBody: @unchecked Sendable {
                 }
                 return .wait(creation)
             case .claimed:
-                // Being made in place by another resolve, which publishes it under the lock from now on
-                // and resumes those waiting in the list. A claim given up meanwhile: look again.
-                if instances.markWaited(slot, from: .claimed) {
-                    return .wait(.inline(state.startInlineCreation(at: slot)))
-                }
+                // A claim given up meanwhile: look again.
+                if let creation = listClaimedCreation(at: slot, in: &state) { return .wait(creation) }
             case .empty:
                 guard instances.markWaited(slot, from: .empty) else { continue }
                 // A synchronous factory is run by the first resolve, in its own task: no task to start
@@ -692,6 +689,14 @@ final class _ScopeBody: @unchecked Sendable {
                 return .wait(.task(task))
             }
         }
+    }
+
+    /// Lists the creation of the instance at `slot` that a resolve is making in place, so that the caller
+    /// can wait for it: that resolve then publishes it under the lock and resumes those waiting. Nil when
+    /// the cell is no longer claimed (the creation ended meanwhile). Under the lock.
+    private func listClaimedCreation(at slot: Int, in state: inout State) -> Creation? {
+        guard instances.markWaited(slot, from: .claimed) else { return nil }
+        return .inline(state.startInlineCreation(at: slot))
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
@@ -966,8 +971,8 @@ final class _ScopeBody: @unchecked Sendable {
         let creation = state.withLock { state -> Creation? in
             if let creation = state.creating[holder] { return creation }
             // Being made in place by a resolve no one waits for: wait for it in the list.
-            guard instances.making(holder) == .claimed, instances.markWaited(holder, from: .claimed) else { return nil }
-            return .inline(state.startInlineCreation(at: holder))
+            guard instances.making(holder) == .claimed else { return nil }
+            return listClaimedCreation(at: holder, in: &state)
         }
         guard let creation else { return }
         _ = try? await wait(for: creation, at: holder)
