@@ -233,4 +233,55 @@ struct InPlaceClaimTests {
         try await expectReleased(released, 40)
         try await graph.shutdown()
     }
+    /// A scope's own record of its factory's attempts: plain, unsynchronized state, as a factory may keep.
+    final class Attempts: @unchecked Sendable {
+        var count = 0
+    }
+
+    enum AttemptsKey: ServiceKey { typealias Value = Attempts }
+
+    @Test("a failed attempt happens before the next: a factory's plain state needs no lock of its own")
+    func attemptsOfOneInstanceAreOrdered() async throws {
+        let (released, failures) = (Tally(), 4)
+        var builder = ServiceGraph.Builder()
+        builder.seed(AttemptsKey.self)
+        builder.provide(HeldKey.self, lifetime: .scoped, dependsOn: AttemptsKey.self) { attempts in
+            // Read and written by each attempt, from whichever thread makes it: the scope orders the
+            // attempts (a failed one gives the cell up before the next claims it), and the thread
+            // sanitizer reports a race if it does not.
+            attempts.count += 1
+            if attempts.count <= failures { throw TestFailure("attempt \(attempts.count) fails") }
+            return Made("made", released: released)
+        }
+        let graph = try await builder.build()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    let attempts = Attempts()
+                    let scope = try graph.makeScope(seeding: ScopeSeed(AttemptsKey.self, attempts))
+                    // Each task tries until it gets the instance: attempts follow failed ones from other
+                    // tasks, with nothing but the scope between them.
+                    let made = try await withThrowingTaskGroup(of: Made?.self) { tasks in
+                        for _ in 0..<8 {
+                            tasks.addTask {
+                                for _ in 0..<failures + 1 {
+                                    if let made = try? await scope.resolve(HeldKey.self) { return made }
+                                }
+                                return nil
+                            }
+                        }
+                        return try await tasks.reduce(into: []) { $0.append($1) }
+                    }
+                    let first = try #require(made.lazy.compactMap { $0 }.first)
+                    #expect(made.allSatisfy { $0 === first })
+                    try await scope.close()
+                    // The failed attempts, then the one that made the instance: none after it, none lost.
+                    #expect(attempts.count == failures + 1)
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await expectReleased(released, 40)
+        try await graph.shutdown()
+    }
 }

@@ -154,8 +154,12 @@ extension _GraphCore {
 
         /// Claims the empty cell of `slot` for a resolve that makes the instance in place, without the
         /// scope's lock; false when it is created or being made.
+        ///
+        /// Acquiring, as ``markWaited(_:from:)`` is: an attempt that failed gave the cell up with a
+        /// releasing write (``unclaim(_:)``, ``unmark(_:)``), so the next attempt sees all the failed one
+        /// did (a factory's own state included), as it did when both took the scope's lock.
         func claim(_ slot: Int) -> Bool {
-            cell(slot).pointee.compareExchange(expected: nil, desired: Self.claimed, ordering: .relaxed).exchanged
+            cell(slot).pointee.compareExchange(expected: nil, desired: Self.claimed, ordering: .acquiring).exchanged
         }
 
         /// Marks the cell of `slot` as made with the scope's list entry for it, from `expected` (empty: a
@@ -166,7 +170,7 @@ extension _GraphCore {
             return cell(slot).pointee.compareExchange(
                 expected: expected == .claimed ? Self.claimed : nil,
                 desired: Self.waited,
-                ordering: .relaxed
+                ordering: .acquiring
             ).exchanged
         }
 
@@ -194,7 +198,7 @@ extension _GraphCore {
         /// Gives up the claim of a resolve that failed to make the instance in place, if no one came to
         /// wait for it; false otherwise, and the caller empties the cell under the lock.
         func unclaim(_ slot: Int) -> Bool {
-            cell(slot).pointee.compareExchange(expected: Self.claimed, desired: nil, ordering: .relaxed).exchanged
+            cell(slot).pointee.compareExchange(expected: Self.claimed, desired: nil, ordering: .releasing).exchanged
         }
 
         /// Empties the cell of `slot`, marked as being made with the scope's list entry for it: the
@@ -203,7 +207,7 @@ extension _GraphCore {
             let (exchanged, found) = cell(slot).pointee.compareExchange(
                 expected: Self.waited,
                 desired: nil,
-                ordering: .relaxed
+                ordering: .releasing
             )
             _internalInvariant(exchanged || found == nil, "a cell not being made was emptied")
         }
