@@ -47,7 +47,7 @@ extension ServiceGraph.Builder {
         var build = SingletonBuild(plan: plan, core: core)
         let outcome = await build.run()
         switch outcome {
-        case .success(let log):
+        case .built(let log):
             let graph = ServiceGraph(
                 core: core,
                 log: log,
@@ -68,7 +68,7 @@ extension ServiceGraph.Builder {
                 throw ServiceGraphError([parent.core.shutDownProblem("a child graph")] + problems)
             }
             return graph
-        case .failure(let error):
+        case .failed(let error):
             parent?.childFinished(childID)
             let problems = error.problems
             var log = build.log

@@ -42,7 +42,27 @@ struct SingletonBuild {
     private(set) var log: BuildLog
     private var problems: [ServiceGraphError.Problem] = []
     private let clock = ContinuousClock()
-    private let inbox = BuildInbox()
+    /// Where the tasks report: made with the first task, so that a build of synchronous factories alone
+    /// makes none (its state's types are the only ones the runtime would otherwise instantiate for it in a
+    /// fresh process, a conformance scan included: a first build's cost).
+    private var inbox: BuildInbox?
+
+    /// The inbox the tasks report to, made on first use. Out of line: inlined, its type's metadata would
+    /// be asked for on every service's start.
+    @inline(never)
+    private mutating func taskInbox() -> BuildInbox {
+        if let inbox { return inbox }
+        let inbox = BuildInbox()
+        self.inbox = inbox
+        return inbox
+    }
+
+    /// What a build ends with: not a `Result`, whose type the runtime would instantiate (and check its
+    /// `Error` requirement, a scan of every conformance the first time) in each fresh process.
+    enum Outcome {
+        case built(BuildLog)
+        case failed(ServiceGraphError)
+    }
 
     init(plan: GraphPlan, core: _GraphCore, adopting adopted: [_AnyBox?] = []) {
         self.core = core
@@ -52,13 +72,14 @@ struct SingletonBuild {
     }
 
     /// Builds every singleton, or releases what was built and returns the problems.
-    nonisolated(nonsending) mutating func run() async -> Result<BuildLog, ServiceGraphError> {
+    nonisolated(nonsending) mutating func run() async -> Outcome {
         let start = clock.now
         core.events.send(ServiceGraphEvent(.buildStarted))
         var isAbandoned = false
         while true {
             startReadyServices()
-            if running.isEmpty { break }
+            // Work is running, so it has an inbox.
+            guard let inbox, !running.isEmpty else { break }
             guard let steps = await inbox.next() else {
                 isAbandoned = true
                 break
@@ -71,7 +92,7 @@ struct SingletonBuild {
         // Work that finished after the last look (or before an abandonment) is taken in; what finishes
         // later finds the inbox closed and cleans up after itself.
         for task in running.values { task.cancel() }
-        for step in inbox.close() { receive(step) }
+        for step in inbox?.close() ?? [] { receive(step) }
         abandoned.merge(running) { first, _ in first }
         running = [:]
         for task in reported { await task.value }
@@ -117,11 +138,11 @@ struct SingletonBuild {
             )
             let error = ServiceGraphError(problems)
             core.events.send(ServiceGraphEvent(.buildFailed, duration: start.duration(to: clock.now), error: error))
-            return .failure(error)
+            return .failed(error)
         }
         core.releaseSingletonFactories()
         core.events.send(ServiceGraphEvent(.buildFinished, duration: log.totalDuration))
-        return .success(log)
+        return .built(log)
     }
 
     /// The started services to release now, and those that abandoned work still depends on
@@ -278,7 +299,8 @@ struct SingletonBuild {
         lap: inout ContinuousClock.Instant
     ) {
         guard factory.isSynchronous else {
-            running[slot] = UnretainingTask.start { [core, inbox] in
+            let inbox = taskInbox()
+            running[slot] = UnretainingTask.start { [core] in
                 await Self.create(slot, in: core, reportingTo: inbox)
             }
             startCountingDown()
@@ -299,7 +321,8 @@ struct SingletonBuild {
         let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true)
         switch claim {
         case .claimed(let hooks):
-            running[slot] = UnretainingTask.start { [core, inbox] in
+            let inbox = taskInbox()
+            running[slot] = UnretainingTask.start { [core] in
                 await Self.start(slot, box, hooks: hooks, factory: elapsed, in: core, reportingTo: inbox)
             }
             startCountingDown()

@@ -389,6 +389,14 @@ public final class ServiceGraph: Sendable {
 
     /// Waits until every scope and child graph has finished.
     private nonisolated(nonsending) func waitForDependents() async {
+        // Usually none: no continuation then (in a fresh process, its type's first use costs the
+        // runtime a scan of every conformance, a first build's cost).
+        if state.withLock({ $0.unfinished == 0 }) { return }
+        await waitForUnfinishedDependents()
+    }
+
+    @inline(never)
+    private nonisolated(nonsending) func waitForUnfinishedDependents() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let drained = state.withLock { state in
                 if state.unfinished == 0 { return true }
@@ -427,15 +435,20 @@ public final class ServiceGraph: Sendable {
         case .done(let finished):
             problems = finished
         case .wait:
-            problems = await state.outcome(of: \.shutdown)
+            problems = await waitForShutdown()
         case .run(let children, let scopes):
             problems = await runShutdown(children: children, scopes: scopes)
         }
         if !problems.isEmpty { throw ServiceGraphError(problems) }
     }
 
-    /// The one shutdown of this graph, run in the caller's task: no task object outlives the release
-    /// holding the instances it released.
+    /// Waits for the shutdown another caller runs: out of line, so that the usual shutdown, which waits
+    /// for no other, does not make the continuation's type.
+    @inline(never)
+    private nonisolated(nonsending) func waitForShutdown() async -> [ServiceGraphError.Problem] {
+        await state.outcome(of: \.shutdown)
+    }
+
     /// Whether a scope opened on this graph, or a child graph of it, has not finished.
     var hasUnfinishedDependents: Bool { state.withLock { $0.unfinished > 0 } }
 
@@ -454,6 +467,8 @@ public final class ServiceGraph: Sendable {
         }
     }
 
+    /// The one shutdown of this graph, run in the caller's task: no task object outlives the release
+    /// holding the instances it released.
     private nonisolated(nonsending) func runShutdown(
         children: [ServiceGraph],
         scopes: [_ScopeBody]

@@ -100,11 +100,11 @@ extension ServiceGraph.Builder {
         }
         var build = SingletonBuild(plan: plan, core: core, adopting: boxes)
         switch await build.run() {
-        case .success(var log):
+        case .built(var log):
             log.started = adoptedStarted + log.started
             log.aliases = adoptedAliases + log.aliases
             return ServiceGraph(core: core, log: log, parent: nil, childID: -1, requiresShutdown: requiresShutdown)
-        case .failure(let error):
+        case .failed(let error):
             var log = build.log
             log.started = []  // the snapshot must not keep the released instances alive
             let problems = error.problems

@@ -123,7 +123,7 @@ final class _GraphCore: @unchecked Sendable {
         self.resolveFlags = _ResolveFlags(reportsResolves: reportsResolves)
         let count = plan.count
         var files: [StaticString] = []
-        var fileIndex: [UInt: UInt32] = [:]
+        var fileIndex = FileIndex()
         var records: [ServiceRecord] = []
         records.reserveCapacity(count)
         var seedSlots: [Int] = []
@@ -135,12 +135,12 @@ final class _GraphCore: @unchecked Sendable {
             let index: UInt32
             if address != 0, address == lastFile.address {
                 index = lastFile.index
-            } else if address != 0, let known = fileIndex[address] {
+            } else if address != 0, let known = fileIndex.index(of: address, in: files) {
                 index = known
             } else {
                 index = UInt32(files.count)
                 files.append(file)
-                fileIndex[address] = index
+                fileIndex.noteAppended(to: files)
             }
             if address != 0 { lastFile = (address, index) }
             let isSeed = plan.providers[slot].isSeed
@@ -602,5 +602,37 @@ final class _FactoryBox: Sendable {
 
     init(_ factory: _AnyFactory) {
         self.factory = factory
+    }
+}
+
+extension _GraphCore {
+    /// The index of each distinct `#fileID` address among a graph's files, while the core is made: the
+    /// few files of most graphs are searched in order, a dictionary serves past them. A dictionary from
+    /// the first file would have the runtime instantiate its storage's type in a fresh process (and
+    /// scan every conformance for its key's `Hashable`): a first build's cost, for one file.
+    struct FileIndex {
+        private static let searched = 8
+        private var byAddress: [UInt: UInt32] = [:]
+
+        private static func address(of file: StaticString) -> UInt {
+            file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
+        }
+
+        /// The index in `files` of the file at `address` (not 0).
+        func index(of address: UInt, in files: [StaticString]) -> UInt32? {
+            guard files.count > Self.searched else {
+                return files.firstIndex { Self.address(of: $0) == address }.map { UInt32(truncatingIfNeeded: $0) }
+            }
+            return byAddress[address]
+        }
+
+        /// Notes the file just appended to `files`.
+        mutating func noteAppended(to files: [StaticString]) {
+            guard files.count > Self.searched else { return }
+            let start = byAddress.isEmpty ? 0 : files.count - 1
+            for index in start..<files.count {
+                byAddress[Self.address(of: files[index])] = UInt32(truncatingIfNeeded: index)
+            }
+        }
     }
 }
