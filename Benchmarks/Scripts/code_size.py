@@ -6,17 +6,19 @@ ServiceGraph and hand-wired, and reports their text segments from `size`.
     python3 Scripts/code_size.py [--scratch PATH] [--counts 100,1000] [--runs N]
 
 Each executable declares, validates, builds, reads and shuts down its graph once, in a fresh
-process: with `--runs N` the script also times each whole process N times, interleaved, and reports
-the median wall time (the first build an application pays, which includes the runtime's one-time
-work per service type, such as instantiating generic metadata, that in-process benchmarks repeat
-past).
+process: with `--runs N` the script also runs each N times, interleaved, with a third program, the
+dictionary locator of the in-process rows doing the same, and reports the median wall time of the
+whole process and of the build timed inside it: the first build an application pays, which includes
+the runtime's one-time work per service type (instantiating metadata, a type's first conformance
+check) that in-process benchmarks repeat past.
 
 Both executables of a size hold the same service classes and key types and link the same library,
 so the difference between them is the code the registrations make. Builds in its own scratch folder
-(Benchmarks/.build-codesize by default), one `swift build` for all four executables.
+(Benchmarks/.build-codesize by default), one `swift build` for all the executables.
 """
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,10 +47,12 @@ def main():
     counts = [int(c) for c in options.counts.split(",")]
     package = os.path.join(options.scratch, "package")
     contenders = {"ServiceGraph": "servicegraph", "HandWired": "handwired"}
+    # Timed only: the dictionary locator of the in-process rows, doing the same first build.
+    timed_only = {"Locator": "locator"} if options.runs > 0 else {}
 
     targets = []
     for count in counts:
-        for name, part in contenders.items():
+        for name, part in {**contenders, **timed_only}.items():
             target = f"{name}{count}"
             targets.append(target)
             folder = os.path.join(package, "Sources", target)
@@ -68,6 +72,8 @@ def main():
                 ],
                 check=True,
             )
+            if part == "locator":
+                shutil.copy(os.path.join(BENCHMARKS, "Sources", "ContainerBenchmarks", "NaiveLocator.swift"), folder)
     manifest = [
         "// swift-tools-version: 6.2",
         "import PackageDescription",
@@ -116,7 +122,7 @@ def main():
         text=True,
     ).stdout.strip()
 
-    figures = {target: sizes(os.path.join(binaries, target)) for target in targets}
+    figures = {target: sizes(os.path.join(binaries, target)) for target in targets if not target.startswith("Locator")}
     print("\n| registrations | executable | text (size) | .text (machine code) |")
     print("|---:|---|---:|---:|")
     for count in counts:
@@ -142,24 +148,37 @@ def main():
             )
 
     if options.runs > 0:
-        first_build_times(binaries, targets, counts, contenders, options.runs)
+        first_build_times(binaries, targets, counts, [*contenders, *timed_only], options.runs)
 
 
 def first_build_times(binaries, targets, counts, contenders, runs):
-    """Median wall time of each whole process, the executables run in turn."""
-    times = {target: [] for target in targets}
+    """Each executable run `runs` times, in turn: the median of the whole process's wall time, and of
+    its one build timed inside it (``first build: N ns``, printed by the program)."""
+    wall = {target: [] for target in targets}
+    build = {target: [] for target in targets}
     for _ in range(runs):
         for target in targets:
             start = time.perf_counter()
-            subprocess.run([os.path.join(binaries, target)], check=True)
-            times[target].append(time.perf_counter() - start)
-    print(f"\n| registrations | executable | whole process, median of {runs} | × hand-wired |")
-    print("|---:|---|---:|---:|")
+            output = subprocess.run([os.path.join(binaries, target)], check=True, capture_output=True, text=True)
+            wall[target].append(time.perf_counter() - start)
+            line = next(l for l in output.stdout.splitlines() if l.startswith("first build: "))
+            build[target].append(int(line.split()[2]))
+    print(
+        f"\n| registrations | executable | whole process, median of {runs} | × hand-wired "
+        "| first build in the process | per service | × hand-wired | × locator |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for count in counts:
-        baseline = statistics.median(times[f"HandWired{count}"])
+        wall_baseline = statistics.median(wall[f"HandWired{count}"])
+        build_baseline = statistics.median(build[f"HandWired{count}"])
+        locator = statistics.median(build[f"Locator{count}"]) if f"Locator{count}" in build else None
         for name in contenders:
-            median = statistics.median(times[f"{name}{count}"])
-            print(f"| {count} | {name} | {median * 1000:.2f} ms | {median / baseline:.2f}x |")
-
+            median = statistics.median(wall[f"{name}{count}"])
+            first = statistics.median(build[f"{name}{count}"])
+            against_locator = f"{first / locator:.2f}x" if locator else ""
+            print(
+                f"| {count} | {name} | {median * 1000:.2f} ms | {median / wall_baseline:.2f}x "
+                f"| {first / 1e6:.3f} ms | {first / count:,.0f} ns | {first / build_baseline:.2f}x | {against_locator} |"
+            )
 
 main()

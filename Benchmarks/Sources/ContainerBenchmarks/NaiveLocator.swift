@@ -1,6 +1,8 @@
 import Synchronization
 
 /// The service locator of the usual blog post: a locked dictionary from type to instance or factory.
+///
+/// Self-contained: `Scripts/code_size.py` copies this file into a stand-alone program.
 final class NaiveLocator: Sendable {
     private enum Entry {
         case instance(any Sendable)
@@ -24,14 +26,5 @@ final class NaiveLocator: Sendable {
         case .factory(let factory): return factory(self) as! T
         case nil: fatalError("\(T.self) is not registered")
         }
-    }
-
-    static func make() -> NaiveLocator {
-        let locator = NaiveLocator()
-        locator.register((any Logging).self, instance: Logger())
-        locator.register(Clock.self, instance: Clock())
-        locator.register(Store.self, instance: Store())
-        locator.register(Handler.self) { Handler(logger: $0.resolve(), clock: $0.resolve(), store: $0.resolve()) }
-        return locator
     }
 }
