@@ -155,9 +155,12 @@ extension _GraphCore {
         /// Claims the empty cell of `slot` for a resolve that makes the instance in place, without the
         /// scope's lock; false when it is created or being made.
         ///
-        /// Acquiring, as ``markWaited(_:from:)`` is: an attempt that failed gave the cell up with a
-        /// releasing write (``unclaim(_:)``, ``unmark(_:)``), so the next attempt sees all the failed one
-        /// did (a factory's own state included), as it did when both took the scope's lock.
+        /// Acquiring, as ``markWaited(_:from:)`` from empty is: an attempt that failed gave the cell up
+        /// with a releasing write (``unclaim(_:)``, ``unmark(_:)``), so the next attempt sees all the
+        /// failed one did (a factory's own state included), as it did when both took the scope's lock.
+        /// Two resolves in one scope are ordered by its resolve gate as well, but a service of an outer
+        /// scope is made from its inner scopes, through their gates: only the cell orders those. (A
+        /// factory or `didAdd` abandoned at its timeout is not ordered: it may still be running.)
         func claim(_ slot: Int) -> Bool {
             cell(slot).pointee.compareExchange(expected: nil, desired: Self.claimed, ordering: .acquiring).exchanged
         }
