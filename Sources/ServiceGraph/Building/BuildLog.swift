@@ -6,9 +6,11 @@ struct BuildLog: Sendable {
     /// them, and noting one is an append (8 bytes), not a hash (a graph whose factories are all slow,
     /// as under a profiler, would otherwise hash every slot).
     private(set) var slowFactories: [(slot: Int32, microseconds: Int32)] = []
-    /// How long each `didAdd` took in microseconds, by slot: few services have hooks, so this is
-    /// not a per-slot array.
-    var didAddMicroseconds: [Int: Int32] = [:]
+    /// How long each `didAdd` took, in microseconds, in the order they ended: few services have hooks,
+    /// so this is not a per-slot array. Of the same type as ``slowFactories`` and not a dictionary:
+    /// a log is copied when the build returns, and a dictionary's type, new to a fresh process, would
+    /// cost the runtime a scan of every conformance for its key's `Hashable` there.
+    private(set) var didAdds: [(slot: Int32, microseconds: Int32)] = []
     /// Services whose `didAdd` succeeded, in the order they started.
     var started: [StartedService] = []
     /// The singletons the build made that hand out an instance another one runs the hooks of: empty
@@ -23,25 +25,30 @@ struct BuildLog: Sendable {
         slowFactories.append((Int32(truncatingIfNeeded: slot), Int32(clamping: duration.wholeMicroseconds)))
     }
 
+    /// Notes the time of the `didAdd` of `slot`, which the build ran.
+    mutating func noteDidAdd(_ slot: Int, took duration: Duration) {
+        didAdds.append((Int32(truncatingIfNeeded: slot), Int32(clamping: duration.wholeMicroseconds)))
+    }
+
     private static let microsecond = Duration.microseconds(1)
 
     /// How long the factory of each service the build created took (to the microsecond), by slot:
-    /// made once per report, then read per service.
-    func factoryDurations() -> FactoryDurations {
-        FactoryDurations(
-            bySlot: Dictionary(slowFactories.lazy.map { (Int($0.slot), $0.microseconds) }) { _, last in last }
-        )
-    }
+    /// made once per report, then read per service. A service not in it took less than a microsecond.
+    func factoryDurations() -> Durations { Durations(slowFactories) }
 
-    /// See ``factoryDurations()``.
-    struct FactoryDurations {
-        fileprivate let bySlot: [Int: Int32]
+    /// How long the `didAdd` of each service that has one took, by slot: made once per report. A service
+    /// not in it has no `didAdd` the build ran.
+    func didAddDurations() -> Durations { Durations(didAdds) }
 
-        /// The factory time of `slot`, a service the build created.
-        subscript(slot: Int) -> Duration { .microseconds(bySlot[slot] ?? 0) }
-    }
+    /// Durations noted by slot, for reading per service (see ``factoryDurations()``).
+    struct Durations {
+        private let bySlot: [Int: Int32]
 
-    func didAddDuration(_ slot: Int) -> Duration? {
-        didAddMicroseconds[slot].map { .microseconds($0) }
+        fileprivate init(_ noted: [(slot: Int32, microseconds: Int32)]) {
+            bySlot = Dictionary(noted.lazy.map { (Int($0.slot), $0.microseconds) }) { _, last in last }
+        }
+
+        /// The duration noted for `slot`; nil when none was.
+        subscript(slot: Int) -> Duration? { bySlot[slot].map { .microseconds($0) } }
     }
 }

@@ -458,7 +458,7 @@ struct SingletonBuild {
             core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         }
         log.noteFactory(slot, took: factory)
-        if let didAdd { log.didAddMicroseconds[slot] = Int32(clamping: didAdd.wholeMicroseconds) }
+        if let didAdd { log.noteDidAdd(slot, took: didAdd) }
         // In the first phase, the plan's order is a topological one: nothing to count.
         guard countdown != nil else { return }
         let lifetimes = core.buffers.lifetimes  // raw memory: no reference counting per service

@@ -4,12 +4,12 @@ extension ServiceGraph {
     /// - Complexity: O(services + edges).
     public func startupReport(slowest limit: Int = 5) -> StartupReport {
         let order = core.creationOrder
-        let factoryDurations = log.factoryDurations()
+        let (factoryDurations, didAddDurations) = (log.factoryDurations(), log.didAddDurations())
         func entry(_ slot: Int) -> StartupReport.Entry {
             StartupReport.Entry(
                 key: core.name(slot),
-                factory: factoryDurations[slot],
-                didAdd: log.didAddDuration(slot) ?? .zero
+                factory: factoryDurations[slot] ?? .zero,
+                didAdd: didAddDurations[slot] ?? .zero
             )
         }
         // Longest path through the singletons, in their (topological) initialization order.

@@ -187,11 +187,11 @@ struct GraphDescription: Sendable {
         initializationOrder = core.creationOrder + (core.deferredSingletons?.createdSlots ?? [])
         totalDuration = log.totalDuration
         isBuilt = true
-        let factoryDurations = log.factoryDurations()
+        let (factoryDurations, didAddDurations) = (log.factoryDurations(), log.didAddDurations())
         for (index, slot) in initializationOrder.enumerated() {
             services[slot].initializationIndex = index
-            services[slot].factoryDuration = factoryDurations[slot]
-            services[slot].didAddDuration = log.didAddDuration(slot)
+            services[slot].factoryDuration = factoryDurations[slot] ?? .zero
+            services[slot].didAddDuration = didAddDurations[slot]
         }
     }
 

@@ -183,7 +183,10 @@ final class _GraphCore: @unchecked Sendable {
         let identities = _KeyIdentities(plan.table.identities)
         self.identities = identities
         self.keyIdentities = UnsafeBufferPointer(identities.elements)
-        self.keyNames = KeyNames(labels: plan.composition.labels) { identities.keys }
+        // The labels are copied only when there are some: a copy of the dictionary asks the runtime for
+        // its type, new to a fresh process (with a scan of every conformance, for its key's `Hashable`).
+        let labels = plan.composition.labels.isEmpty ? [:] : plan.composition.labels
+        self.keyNames = KeyNames(labels: labels) { identities.keys }
         self.placedContributions = plan.composition.placed
         self.files = files
         let traits = ResolutionTraits(plan)
@@ -620,6 +623,7 @@ extension _GraphCore {
 
         /// The index in `files` of the file at `address` (not 0).
         func index(of address: UInt, in files: [StaticString]) -> UInt32? {
+            _internalInvariant(address != 0, "a file without an address is never looked up")
             guard files.count > Self.searched else {
                 return files.firstIndex { Self.address(of: $0) == address }.map { UInt32(truncatingIfNeeded: $0) }
             }
@@ -629,7 +633,8 @@ extension _GraphCore {
         /// Notes the file just appended to `files`.
         mutating func noteAppended(to files: [StaticString]) {
             guard files.count > Self.searched else { return }
-            let start = byAddress.isEmpty ? 0 : files.count - 1
+            // The first time past the searched files, all of them; then the one just appended.
+            let start = files.count == Self.searched + 1 ? 0 : files.count - 1
             for index in start..<files.count {
                 byAddress[Self.address(of: files[index])] = UInt32(truncatingIfNeeded: index)
             }
