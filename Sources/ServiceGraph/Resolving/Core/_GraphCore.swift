@@ -135,12 +135,12 @@ final class _GraphCore: @unchecked Sendable {
             let index: UInt32
             if address != 0, address == lastFile.address {
                 index = lastFile.index
-            } else if address != 0, let known = fileIndex.index(of: address, in: files) {
+            } else if address != 0, let known = fileIndex.index(of: address) {
                 index = known
             } else {
                 index = UInt32(files.count)
                 files.append(file)
-                fileIndex.noteAppended(to: files)
+                fileIndex.note(address)
             }
             if address != 0 { lastFile = (address, index) }
             let isSeed = plan.providers[slot].isSeed
@@ -615,28 +615,27 @@ extension _GraphCore {
     /// scan every conformance for its key's `Hashable`): a first build's cost, for one file.
     struct FileIndex {
         private static let searched = 8
+        /// Each file's address, in the order of `files`: searched while there are few.
+        private var addresses: [UInt] = []
         private var byAddress: [UInt: UInt32] = [:]
 
-        private static func address(of file: StaticString) -> UInt {
-            file.hasPointerRepresentation ? UInt(bitPattern: file.utf8Start) : 0
-        }
-
-        /// The index in `files` of the file at `address` (not 0).
-        func index(of address: UInt, in files: [StaticString]) -> UInt32? {
+        /// The index of the file at `address` (not 0) among those noted.
+        func index(of address: UInt) -> UInt32? {
             _internalInvariant(address != 0, "a file without an address is never looked up")
-            guard files.count > Self.searched else {
-                return files.firstIndex { Self.address(of: $0) == address }.map { UInt32(truncatingIfNeeded: $0) }
+            guard addresses.count > Self.searched else {
+                return addresses.firstIndex(of: address).map { UInt32(truncatingIfNeeded: $0) }
             }
             return byAddress[address]
         }
 
-        /// Notes the file just appended to `files`.
-        mutating func noteAppended(to files: [StaticString]) {
-            guard files.count > Self.searched else { return }
-            // The first time past the searched files, all of them; then the one just appended.
-            let start = files.count == Self.searched + 1 ? 0 : files.count - 1
-            for index in start..<files.count {
-                byAddress[Self.address(of: files[index])] = UInt32(truncatingIfNeeded: index)
+        /// Notes the file at `address` (0 for one without), the next in `files`.
+        mutating func note(_ address: UInt) {
+            addresses.append(address)
+            guard addresses.count > Self.searched else { return }
+            // The first time past the searched files, all of them; then the one just noted.
+            let start = addresses.count == Self.searched + 1 ? 0 : addresses.count - 1
+            for index in start..<addresses.count {
+                byAddress[addresses[index]] = UInt32(truncatingIfNeeded: index)
             }
         }
     }
