@@ -391,7 +391,7 @@ public final class ServiceGraph: Sendable {
     private nonisolated(nonsending) func waitForDependents() async {
         // Usually none: no continuation then (in a fresh process, its type's first use costs the
         // runtime a scan of every conformance, a first build's cost).
-        if state.withLock({ $0.unfinished == 0 }) { return }
+        if !hasUnfinishedDependents { return }
         await waitForUnfinishedDependents()
     }
 
