@@ -1834,17 +1834,15 @@ struct ScopeKindHostileTests {
         let app = try skApp(graph)
         let session = try skSession(app, "ada")
         let registry = WeakRegistry()
-        let clock = ContinuousClock()
-        let elapsed = try await withDeadline(.seconds(120)) {
-            try await clock.measure {
-                for id in 0..<10_000 {
-                    let request = registry.track(try skRequest(session, id))
-                    _ = registry.track(try await request.resolve(SKCheckoutKey.self))
-                    try await request.close()
-                }
+        // A guard against a hang, not a measure of speed (the benchmarks time scopes): under the thread
+        // sanitizer, with the whole suite in parallel on two loaded cores, the loop has taken 61 s.
+        try await withDeadline(.seconds(120)) {
+            for id in 0..<10_000 {
+                let request = registry.track(try skRequest(session, id))
+                _ = registry.track(try await request.resolve(SKCheckoutKey.self))
+                try await request.close()
             }
         }
-        #expect(elapsed < .seconds(60), "took \(elapsed)")
         try await Task.sleep(for: .milliseconds(50))
         #expect(registry.tracked == 20_000)
         #expect(registry.alive == 0, "closed requests and their checkouts are released")
