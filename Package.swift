@@ -59,8 +59,8 @@ let package = Package(
         .testTarget(
             name: "ExampleTests",
             dependencies: [
-                "ServiceGraph", "ServiceGraphTesting", "FeatureFlagRegistry", "ExplicitGraph", "CreatorMocks",
-                "UniqueServiceMocks", "ChildGraphs",
+                "ServiceGraph", "ServiceGraphTesting", "ServiceGraphTestSupport", "FeatureFlagRegistry",
+                "ExplicitGraph", "CreatorMocks", "UniqueServiceMocks", "ChildGraphs",
             ]
         ),
     ],

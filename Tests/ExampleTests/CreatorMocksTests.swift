@@ -1,12 +1,12 @@
 import ServiceGraph
-import Synchronization
+import ServiceGraphTestSupport
 import Testing
 
 @testable import CreatorMocks
 
 /// The test's "mock creator": the app's builder with doubles, each found again by its key.
 final class MockProfiles: ProfileLoading {
-    private let requests = Mutex<[String]>([])
+    private let requests = Locked<[String]>([])
 
     var requested: [String] { requests.withLock { $0 } }
 
@@ -17,7 +17,7 @@ final class MockProfiles: ProfileLoading {
 }
 
 final class MockAvatars: AvatarLoading {
-    private let seen = Mutex<[Profile]>([])
+    private let seen = Locked<[Profile]>([])
 
     var requested: [Profile] { seen.withLock { $0 } }
 

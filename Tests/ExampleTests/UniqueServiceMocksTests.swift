@@ -1,11 +1,11 @@
 import ServiceGraph
-import Synchronization
+import ServiceGraphTestSupport
 import Testing
 
 @testable import UniqueServiceMocks
 
 final class MockAnalytics: Analytics {
-    private let events = Mutex<[String]>([])
+    private let events = Locked<[String]>([])
 
     var tracked: [String] { events.withLock { $0 } }
     func track(_ event: String) { events.withLock { $0.append(event) } }

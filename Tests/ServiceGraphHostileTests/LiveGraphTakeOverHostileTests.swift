@@ -1,4 +1,5 @@
 import ServiceGraph
+import ServiceGraphTestSupport
 import Synchronization
 import Testing
 
@@ -22,7 +23,7 @@ private final class TakeOverLog: Sendable {
         var serials: [String: Int] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func record(_ entry: String) { state.withLock { $0.entries.append(entry) } }
     func violation(_ entry: String) { state.withLock { $0.violations.append(entry) } }

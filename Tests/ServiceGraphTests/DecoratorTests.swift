@@ -43,7 +43,7 @@ private final class Recorded: LifecycleHooks, Sendable {
 }
 
 private final class HookLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
     var all: [String] { entries.withLock { $0 } }
 }
