@@ -24,6 +24,19 @@ struct _DependencyKeys: RandomAccessCollection, Sendable {
     @usableFromInline
     var inlineKinds: UInt32
 
+    /// A list of these parts (see `ServiceGraph.Builder._appendRegistration`, which is given them).
+    init(
+        inline: (Any.Type?, Any.Type?, Any.Type?, Any.Type?),
+        spilled: [(key: Any.Type, kind: _DependencyKind)]?,
+        storedCount: UInt32,
+        inlineKinds: UInt32
+    ) {
+        self.inline = inline
+        self.spilled = spilled
+        self.storedCount = storedCount
+        self.inlineKinds = inlineKinds
+    }
+
     @inlinable
     init() {
         inline = (nil, nil, nil, nil)

@@ -44,6 +44,19 @@ struct _AnyFactory: Sendable {
     @inlinable
     var isSynchronous: Bool { makeAsynchronously == nil }
 
+    /// A factory of these parts (see `ServiceGraph.Builder._appendRegistration`, which is given them).
+    init(
+        makeSynchronously: @escaping SyncThunk,
+        makeAsynchronously: AsyncThunk?,
+        layout: _ValueLayout,
+        isBorrowed: Bool
+    ) {
+        self.makeSynchronously = makeSynchronously
+        self.makeAsynchronously = makeAsynchronously
+        self.layout = layout
+        self.isBorrowed = isBorrowed
+    }
+
     /// The factory of a synchronous provider.
     @inlinable
     init<Value: Sendable>(_ type: Value.Type, makeSynchronously: @escaping SyncThunk) {
@@ -56,7 +69,7 @@ struct _AnyFactory: Sendable {
     /// The factory of an asynchronous provider.
     @inlinable
     init<Value: Sendable>(_ type: Value.Type, makeAsynchronously: @escaping AsyncThunk) {
-        self.makeSynchronously = { _, _ in throw ServiceGraphError._asynchronousFactory(Value.self) }
+        self.makeSynchronously = Self.requiresAwait(Value.self)
         self.makeAsynchronously = makeAsynchronously
         self.isBorrowed = false
         self.layout = _ValueLayout(of: Value.self)
@@ -78,6 +91,13 @@ struct _AnyFactory: Sendable {
         self.makeAsynchronously = { _, address in address.initializeMemory(as: Value.self, to: try await read()) }
         self.isBorrowed = true
         self.layout = _ValueLayout(of: Value.self)
+    }
+
+    /// The synchronous thunk of an asynchronous factory of `Value`: it throws
+    /// ``ServiceGraphError/Code/requiresAwait``.
+    @inlinable
+    static func requiresAwait<Value: Sendable>(_ type: Value.Type) -> SyncThunk {
+        { _, _ in throw ServiceGraphError._asynchronousFactory(Value.self) }
     }
 
     /// Runs the synchronous factory for a `Value`. Only called when ``isSynchronous`` is true.

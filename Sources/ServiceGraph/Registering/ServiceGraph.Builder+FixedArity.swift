@@ -32,12 +32,9 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             isWrapperKey: Key._dependencyKind != .direct,
-            factory: _AnyFactory(
-                Key.Value.self,
-                makeSynchronously: { resolver, address in
-                    _ = address.initializeMemory(as: Key.Value.self, to: try factory())
-                }
-            )
+            makeSynchronously: { resolver, address in
+                _ = address.initializeMemory(as: Key.Value.self, to: try factory())
+            }
         )
     }
 
@@ -61,12 +58,9 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             isWrapperKey: Key._dependencyKind != .direct,
-            factory: _AnyFactory(
-                Key.Value.self,
-                makeSynchronously: { resolver, address in
-                    _ = address.initializeMemory(as: Key.Value.self, to: try factory(try resolver.next(D1.self)))
-                }
-            )
+            makeSynchronously: { resolver, address in
+                _ = address.initializeMemory(as: Key.Value.self, to: try factory(try resolver.next(D1.self)))
+            }
         )
     }
 
@@ -91,15 +85,12 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             isWrapperKey: Key._dependencyKind != .direct,
-            factory: _AnyFactory(
-                Key.Value.self,
-                makeSynchronously: { resolver, address in
-                    _ = address.initializeMemory(
-                        as: Key.Value.self,
-                        to: try factory(try resolver.next(D1.self), try resolver.next(D2.self))
-                    )
-                }
-            )
+            makeSynchronously: { resolver, address in
+                _ = address.initializeMemory(
+                    as: Key.Value.self,
+                    to: try factory(try resolver.next(D1.self), try resolver.next(D2.self))
+                )
+            }
         )
     }
 
@@ -125,19 +116,16 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             isWrapperKey: Key._dependencyKind != .direct,
-            factory: _AnyFactory(
-                Key.Value.self,
-                makeSynchronously: { resolver, address in
-                    _ = address.initializeMemory(
-                        as: Key.Value.self,
-                        to: try factory(
-                            try resolver.next(D1.self),
-                            try resolver.next(D2.self),
-                            try resolver.next(D3.self)
-                        )
+            makeSynchronously: { resolver, address in
+                _ = address.initializeMemory(
+                    as: Key.Value.self,
+                    to: try factory(
+                        try resolver.next(D1.self),
+                        try resolver.next(D2.self),
+                        try resolver.next(D3.self)
                     )
-                }
-            )
+                )
+            }
         )
     }
 
@@ -164,20 +152,17 @@ extension ServiceGraph.Builder {
             line: line,
             isOverride: false,
             isWrapperKey: Key._dependencyKind != .direct,
-            factory: _AnyFactory(
-                Key.Value.self,
-                makeSynchronously: { resolver, address in
-                    _ = address.initializeMemory(
-                        as: Key.Value.self,
-                        to: try factory(
-                            try resolver.next(D1.self),
-                            try resolver.next(D2.self),
-                            try resolver.next(D3.self),
-                            try resolver.next(D4.self)
-                        )
+            makeSynchronously: { resolver, address in
+                _ = address.initializeMemory(
+                    as: Key.Value.self,
+                    to: try factory(
+                        try resolver.next(D1.self),
+                        try resolver.next(D2.self),
+                        try resolver.next(D3.self),
+                        try resolver.next(D4.self)
                     )
-                }
-            )
+                )
+            }
         )
     }
 }

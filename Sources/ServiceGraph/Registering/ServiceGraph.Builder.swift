@@ -213,12 +213,6 @@ extension ServiceGraph.Builder {
         isPairedForm: Bool = false,
         factory: @escaping @Sendable (repeat (each Dependency).Value) throws -> Key.Value
     ) {
-        let erased = _AnyFactory(Key.Value.self) { resolver, address in
-            _ = address.initializeMemory(
-                as: Key.Value.self,
-                to: try factory(repeat try resolver.next((each Dependency).self))
-            )
-        }
         _appendRegistration(
             key,
             lifetime: lifetime,
@@ -229,7 +223,12 @@ extension ServiceGraph.Builder {
             isWrapperKey: Key._dependencyKind != .direct,
             argumentFactoryForm: argumentFactoryForm,
             isPairedForm: isPairedForm,
-            factory: erased
+            makeSynchronously: { resolver, address in
+                _ = address.initializeMemory(
+                    as: Key.Value.self,
+                    to: try factory(repeat try resolver.next((each Dependency).self))
+                )
+            }
         )
     }
 
@@ -247,13 +246,6 @@ extension ServiceGraph.Builder {
         argumentFactoryForm: _ArgumentFactoryForm = .none,
         factory: @escaping @Sendable (repeat (each Dependency).Value) async throws -> Key.Value
     ) {
-        let erased = _AnyFactory(
-            Key.Value.self,
-            makeAsynchronously: { resolver, address in
-                let value = try await factory(repeat try resolver.nextPrepared((each Dependency).self))
-                _ = address.initializeMemory(as: Key.Value.self, to: value)
-            }
-        )
         _appendRegistration(
             key,
             lifetime: lifetime,
@@ -263,7 +255,11 @@ extension ServiceGraph.Builder {
             isOverride: isOverride,
             isWrapperKey: Key._dependencyKind != .direct,
             argumentFactoryForm: argumentFactoryForm,
-            factory: erased
+            makeSynchronously: _AnyFactory.requiresAwait(Key.Value.self),
+            makeAsynchronously: { resolver, address in
+                let value = try await factory(repeat try resolver.nextPrepared((each Dependency).self))
+                _ = address.initializeMemory(as: Key.Value.self, to: value)
+            }
         )
     }
 
@@ -277,7 +273,16 @@ extension ServiceGraph.Builder {
         return keys
     }
 
-    @usableFromInline
+    /// Adds the registration of an inlined `provide`, given its thunks (of a factory of `Key.Value`).
+    /// Inlined too: it hands the factory and the dependency list on as their parts, plain words. Passed
+    /// as an ``_AnyFactory`` and a ``_DependencyKeys``, each was a temporary of the caller (the factory is
+    /// 72 bytes, passed by address), and the compiler gives every inlined `provide` of a composition
+    /// root temporaries of its own, which it does not share: a function of 1,000 registrations took a
+    /// stack frame of 108 KB, memory a first build touches for the first time, and a few thousand
+    /// registrations in one function would overflow a 512 KB thread stack. As words, they are
+    /// arguments of the call, whose room each call reuses.
+    @inlinable
+    @inline(__always)
     mutating func _appendRegistration<Key: ServiceKey>(
         _ key: Key.Type,
         lifetime: Lifetime?,
@@ -288,14 +293,87 @@ extension ServiceGraph.Builder {
         isWrapperKey: Bool,
         argumentFactoryForm: _ArgumentFactoryForm = .none,
         isPairedForm: Bool = false,
-        factory: consuming _AnyFactory
+        makeSynchronously: @escaping _AnyFactory.SyncThunk,
+        makeAsynchronously: _AnyFactory.AsyncThunk? = nil
+    ) {
+        let layout = _ValueLayout(of: Key.Value.self)
+        _appendRegistration(
+            key,
+            lifetime: lifetime,
+            dependency0: dependencies.inline.0,
+            dependency1: dependencies.inline.1,
+            dependency2: dependencies.inline.2,
+            dependency3: dependencies.inline.3,
+            spilledDependencies: dependencies.spilled,
+            dependencyCount: dependencies.storedCount,
+            dependencyKinds: dependencies.inlineKinds,
+            fileID: fileID,
+            line: line,
+            isOverride: isOverride,
+            isWrapperKey: isWrapperKey,
+            argumentFactoryForm: argumentFactoryForm,
+            isPairedForm: isPairedForm,
+            makeSynchronously: makeSynchronously,
+            makeAsynchronously: makeAsynchronously,
+            valueSize: layout.storedSize,
+            valueAlignment: layout.storedAlignment,
+            valueType: layout.valueType,
+            hasHooks: layout.hasHooks,
+            isObject: layout.isObject,
+            isBorrowed: false
+        )
+    }
+
+    /// Adds a registration given as the parts of its factory and dependency list (see the inlined
+    /// `_appendRegistration` above).
+    @usableFromInline
+    mutating func _appendRegistration<Key: ServiceKey>(
+        _ key: Key.Type,
+        lifetime: Lifetime?,
+        dependency0: Any.Type?,
+        dependency1: Any.Type?,
+        dependency2: Any.Type?,
+        dependency3: Any.Type?,
+        spilledDependencies: [(key: Any.Type, kind: _DependencyKind)]?,
+        dependencyCount: UInt32,
+        dependencyKinds: UInt32,
+        fileID: StaticString,
+        line: UInt,
+        isOverride: Bool,
+        isWrapperKey: Bool,
+        argumentFactoryForm: _ArgumentFactoryForm,
+        isPairedForm: Bool,
+        makeSynchronously: @escaping _AnyFactory.SyncThunk,
+        makeAsynchronously: _AnyFactory.AsyncThunk?,
+        valueSize: UInt32,
+        valueAlignment: UInt32,
+        valueType: Any.Type,
+        hasHooks: @escaping @Sendable (UnsafeRawPointer, _HookAnswer?) -> Bool,
+        isObject: Bool,
+        isBorrowed: Bool
     ) {
         var registration = Registration(
             key: key,
             lifetime: lifetime ?? .singleton,
-            dependencies: dependencies,
+            dependencies: _DependencyKeys(
+                inline: (dependency0, dependency1, dependency2, dependency3),
+                spilled: spilledDependencies,
+                storedCount: dependencyCount,
+                inlineKinds: dependencyKinds
+            ),
             site: SiteLiteral(fileID: fileID, line: line),
-            factory: factory,
+            factory: _AnyFactory(
+                makeSynchronously: makeSynchronously,
+                makeAsynchronously: makeAsynchronously,
+                layout: _ValueLayout(
+                    storedSize: valueSize,
+                    storedAlignment: valueAlignment,
+                    valueType: valueType,
+                    hasHooks: hasHooks,
+                    isObject: isObject
+                ),
+                isBorrowed: isBorrowed
+            ),
             isOverride: isOverride
         )
         registration.inheritsLifetime = lifetime == nil

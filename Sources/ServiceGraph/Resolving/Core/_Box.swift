@@ -170,6 +170,21 @@ struct _ValueLayout: Sendable {
         }
     }
 
+    /// A layout of these parts (see `ServiceGraph.Builder._appendRegistration`, which is given them).
+    init(
+        storedSize: UInt32,
+        storedAlignment: UInt32,
+        valueType: Any.Type,
+        hasHooks: @escaping @Sendable (UnsafeRawPointer, _HookAnswer?) -> Bool,
+        isObject: Bool
+    ) {
+        self.storedSize = storedSize
+        self.storedAlignment = storedAlignment
+        self.valueType = valueType
+        self.hasHooks = hasHooks
+        self.isObject = isObject
+    }
+
     @inlinable
     var size: Int { Int(storedSize) }
 
