@@ -382,11 +382,15 @@ final class _ScopeBody: @unchecked Sendable {
                 _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
                 dropped.releaseInstances()
             },
-            then: { [self] in
+            then: { [parent, parentHandle = header.pointee.parentHandle] in
                 Self.tell(weakGraph, finished: id, at: place)
-                // The scope this one was opened from is kept until now (by this one), so that it releases
-                // nothing before this one's hooks ran, then told.
+                // The scope this one was opened from (its body, and its handle, whose last release ends
+                // it) is kept until now, so that it releases nothing before this one's hooks ran, then
+                // told. Not this scope itself: it holds the graph's core, and with it the singletons,
+                // which a shutdown this tell lets return must not find still held (a top-level scope's
+                // task holds nothing of the graph then).
                 parent?.childFinished(id)
+                _ = parentHandle
             }
         )
     }
