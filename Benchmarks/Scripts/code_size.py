@@ -18,6 +18,7 @@ so the difference between them is the code the registrations make. Builds in its
 """
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -36,6 +37,29 @@ def sizes(path):
     sections = subprocess.run(["size", "-A", path], check=True, capture_output=True, text=True).stdout
     code = sum(int(line.split()[1]) for line in sections.splitlines() if line.split()[:1] == [".text"])
     return text, code
+
+
+def largest_stack_frame(path):
+    """The largest stack frame a function of the executable reserves (x86-64: `sub $N,%rsp` in its
+    prologue), and the function's symbol; None where objdump or the pattern is not there. A composition
+    root of many registrations is one function: its frame must not grow with them (it did, by 108 B
+    each, until `provide` stopped passing its factory by address)."""
+    try:
+        listing = subprocess.run(
+            ["objdump", "-d", "--no-show-raw-insn", path], check=True, capture_output=True, text=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    largest, function, current = None, None, None
+    for line in listing.splitlines():
+        match = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if match:
+            current = match.group(1)
+            continue
+        match = re.search(r"\bsub\s+\$0x([0-9a-f]+),%rsp", line)
+        if match and (largest is None or int(match.group(1), 16) > largest):
+            largest, function = int(match.group(1), 16), current
+    return None if largest is None else (largest, function)
 
 
 def main():
@@ -146,6 +170,15 @@ def main():
                 f"| {name}, each registration from {low} to {high} "
                 f"| {(b[0] - a[0]) / (high - low):,.0f} B | {(b[1] - a[1]) / (high - low):,.0f} B |"
             )
+
+    print("\n| registrations | executable | largest stack frame of a function | the function |")
+    print("|---:|---|---:|---|")
+    for count in counts:
+        for name in contenders:
+            frame = largest_stack_frame(os.path.join(binaries, f"{name}{count}"))
+            size, function = frame if frame else (None, None)
+            shown = f"{size:,} B" if size is not None else "n/a"
+            print(f"| {count} | {name} | {shown} | {(function or '')[:70]} |")
 
     if options.runs > 0:
         first_build_times(binaries, targets, counts, [*contenders, *timed_only], options.runs)
