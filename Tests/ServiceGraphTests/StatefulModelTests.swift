@@ -13,19 +13,31 @@ import ServiceGraphTestSupport
 @Suite("Stateful model")
 struct StatefulModelTests {
     @Test func randomOperationSequencesKeepEveryLifecycleInvariant() async {
-        var failures: [String] = []
-        var kindsRun: Set<String> = []
-        var sequences = 0
-        for seed in StatefulCases.seeds() {
-            await Task.yield()  // a long loop: let the suite's other tests have the threads too
-            let outcome = await StatefulWatchdog.check(seed: seed)
-            sequences += 1
-            kindsRun.formUnion(outcome.kindsRun)
-            if let failure = outcome.failure {
-                failures.append(failure)
-                if failures.count >= StatefulCases.maximumIssues { break }
+        // Several sequences at once: each spends most of its time waiting (slow and hanging hooks and
+        // factories, timeouts), and they share nothing, so running them side by side takes a fraction
+        // of the time and adds load to each. Failures are reported in the order of their seeds.
+        var outcomes: [(index: Int, outcome: StatefulWatchdog.Outcome)] = []
+        var failureCount = 0
+        let seeds = StatefulCases.seeds()
+        await withTaskGroup(of: (Int, StatefulWatchdog.Outcome).self) { group in
+            var next = 0
+            func startNext() {
+                guard next < seeds.count else { return }
+                let (index, seed) = (next, seeds[next])
+                group.addTask { (index, await StatefulWatchdog.check(seed: seed)) }
+                next += 1
+            }
+            for _ in 0..<StatefulCases.lanes { startNext() }
+            while let (index, outcome) = await group.next() {
+                outcomes.append((index, outcome))
+                if outcome.failure != nil { failureCount += 1 }
+                if failureCount < StatefulCases.maximumIssues { startNext() }
             }
         }
+        outcomes.sort { $0.index < $1.index }
+        let sequences = outcomes.count
+        let failures = outcomes.compactMap(\.outcome.failure).prefix(StatefulCases.maximumIssues)
+        let kindsRun = outcomes.reduce(into: Set<String>()) { $0.formUnion($1.outcome.kindsRun) }
         for failure in failures {
             Issue.record(Comment(rawValue: failure))
         }
@@ -39,7 +51,7 @@ struct StatefulModelTests {
 }
 
 /// Which sequences the stateful test runs: `SERVICEGRAPH_STATEFUL_SEED=N` replays one,
-/// `SERVICEGRAPH_STATEFUL_CASES=N` runs more (1,000 by default), and
+/// `SERVICEGRAPH_STATEFUL_CASES=N` runs more (1,000 by default), ``lanes`` sets how many run at once, and
 /// `SERVICEGRAPH_STATEFUL_MAX_ISSUES=N` sets how many failing sequences are reported before the test
 /// stops (10 by default).
 enum StatefulCases {
@@ -47,6 +59,12 @@ enum StatefulCases {
         if let seed = ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_SEED").flatMap(UInt64.init) { return [seed] }
         let total = ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_CASES").flatMap(Int.init) ?? count
         return (0..<UInt64(total)).map { 7 &* 1_000_003 &+ $0 }
+    }
+
+    /// How many sequences run at once: `SERVICEGRAPH_STATEFUL_LANES=N` (4 by default; 1 for a replay).
+    static var lanes: Int {
+        if isReplay { return 1 }
+        return max(1, ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_LANES").flatMap(Int.init) ?? 4)
     }
 
     static var isReplay: Bool { ProcessEnvironment.value("SERVICEGRAPH_STATEFUL_SEED") != nil }
