@@ -25,6 +25,9 @@ let package = Package(
         // The hostile suites, each written from a feature's docs alone: a module of their own, so that an
         // optimized build compiles them beside the other tests rather than after them.
         .testTarget(name: "ServiceGraphHostileTests", dependencies: ["ServiceGraph", "ServiceGraphTestSupport"]),
+        // The tests of what the library inlines into its callers (registration, the resolve fast paths,
+        // value layouts): the one test module a release build optimizes (see the end of this file).
+        .testTarget(name: "ServiceGraphOptimizedTests", dependencies: ["ServiceGraph", "ServiceGraphTestSupport"]),
         // The test doubles and generated keys both test targets use.
         .target(name: "ServiceGraphTestSupport", dependencies: ["ServiceGraph"], path: "Tests/ServiceGraphTestSupport"),
         // Keys of a second module, for names that read alike across modules.
@@ -74,10 +77,12 @@ for target in package.targets {
         .enableUpcomingFeature("MemberImportVisibility"),
         .enableUpcomingFeature("InternalImportsByDefault"),
     ])
-    // In a release build the tests' own code is compiled without optimization: the library and the
-    // examples are what a release build is to check, and optimizing 30,000 lines of tests would take
-    // most of the build (about six minutes of a continuous-integration run on two cores, against two).
-    if target.type == .test || target.path?.hasPrefix("Tests/") == true {
+    // In a release build the tests' own code is compiled without optimization, except the tests of what
+    // the library inlines into its callers (`ServiceGraphOptimizedTests`): the library, that code and the
+    // examples are what a release build is to check, and optimizing all 30,000 lines of tests would take
+    // most of the build (about six minutes of a continuous-integration run on two cores, against three).
+    let isTestCode = target.type == .test || target.path?.hasPrefix("Tests/") == true
+    if isTestCode && target.name != "ServiceGraphOptimizedTests" {
         settings.append(.unsafeFlags(["-Onone"], .when(configuration: .release)))
     }
     target.swiftSettings = settings
