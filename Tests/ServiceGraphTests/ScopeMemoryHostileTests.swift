@@ -410,13 +410,18 @@ struct ScopeMemoryHostileTests {
 
     /// 3,200 scopes from 16 tasks at once, ended every way: closed, dropped, closed twice at the same
     /// moment, resolved from four tasks at once, opened and dropped unused, dropped with a provider
-    /// used after. Each ends once, each instance is released once, and each dropped scope that owed
-    /// hooks says so once.
+    /// used after. Each ends once, each instance is released once, and each dropped scope says so once
+    /// (naming the services whose hooks it owed, if any).
     @Test func thousandsOfScopesOpenedClosedAndDroppedFromManyTasksReleaseEachInstanceOnce() async throws {
         let ledger = SMLedger()
         let droppedEvents = Tally()
+        let owingEvents = Tally()
         var builder = smBuilder(ledger)
-        builder.eventHandler = { event in if event.kind == .scopeDropped { droppedEvents.increment() } }
+        builder.eventHandler = { event in
+            guard event.kind == .scopeDropped else { return }
+            droppedEvents.increment()
+            if event.key != nil { owingEvents.increment() }
+        }
         let graph = try await builder.build()
         let (tasks, perTask) = (16, 200 / smScale)
         try await withDeadline(.seconds(60)) {
@@ -435,7 +440,8 @@ struct ScopeMemoryHostileTests {
         let count = { (selected: Set<Int>) in modes.filter { selected.contains($0) }.count }
         #expect(ledger.log.all.filter { $0.hasPrefix("didAdd request") }.count == count([0, 1, 2, 3, 5]))
         #expect(ledger.log.all.filter { $0.hasPrefix("didAdd work") }.count == count([0, 1, 3, 5]))
-        #expect(droppedEvents.count == count([1, 5]), "one scopeDropped per dropped scope that owed hooks")
+        #expect(droppedEvents.count == count([1, 4, 5]), "one scopeDropped per scope dropped, owing hooks or not")
+        #expect(owingEvents.count == count([1, 5]), "a key on each dropped scope that owed hooks")
         #expect(ledger.entries("willRemove").last?.hasPrefix("base") == true, "the singleton's hook runs last")
         smExpectHooksRanOnce(ledger)
         smExpectReleased(ledger, keeping: ["base"])

@@ -369,6 +369,8 @@ final class _ScopeBody: @unchecked Sendable {
         let (id, place) = (self.id, self.place)
         guard dropped.owesHooks else {
             dropped.releaseInstances()
+            // Reported whatever it owed, so that a listener's count of open scopes comes back to zero.
+            if core.reportsScopeEvent(.scopeDropped) { core.events.send(ServiceGraphEvent(.scopeDropped)) }
             Self.tell(consume graph, finished: id, at: place)
             parent?.childFinished(id)
             return
@@ -530,6 +532,14 @@ final class _ScopeBody: @unchecked Sendable {
     @usableFromInline
     func _leave() {
         if resolves.pointee.leave() { resumeDrainWaiter() }
+    }
+
+    /// Counts the graph's report of this scope's opening as a resolve in flight, until ``_leave()``: a
+    /// close, which waits for those, then reports the scope closed after it was reported open. Called
+    /// on a scope just made, which nothing can close yet.
+    func holdForOpeningReport() {
+        let entry = resolves.pointee.enter()
+        _internalInvariant(entry == .entered, "a scope just made is closing")
     }
 
     /// Resumes the close waiting for the resolves in flight, if it waits: the last one has left. Out of

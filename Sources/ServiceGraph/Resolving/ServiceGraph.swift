@@ -290,7 +290,7 @@ public final class ServiceGraph: Sendable {
         // Names only for a listener, and made outside the lock (a key's name may run the key's code).
         let reportsOpening = _core.reportsScopeEvent(.scopeOpened)
         let names = reportsOpening ? scopeOpenedNames(kind: kind) : nil
-        return try state.withLock { state throws(ServiceGraphError) in
+        let scope = try state.withLock { state throws(ServiceGraphError) -> _ScopeBody in
             guard !state.shutdown.hasStarted else { throw newScopeRefused() }
             let scope = _ScopeBody.make(
                 graph: self,
@@ -304,9 +304,17 @@ public final class ServiceGraph: Sendable {
             state.scopes.insert(scope)
             state.nextID += 1
             state.unfinished += 1
-            if reportsOpening { _core.events.send(ServiceGraphEvent(.scopeOpened, key: names)) }
-            return ServiceScope(scope)
+            if reportsOpening { scope.holdForOpeningReport() }
+            return scope
         }
+        if reportsOpening {
+            // Reported once the graph's lock is let go, so that a handler may open a scope of its own
+            // (under the lock, that waited for itself). The graph's shutdown may start closing the
+            // scope from now on: held as a resolve in flight, it reports the close after this.
+            _core.events.send(ServiceGraphEvent(.scopeOpened, key: names))
+            scope._leave()
+        }
+        return ServiceScope(scope)
     }
 
     /// The names of the seeds of the kind at `kind`, in slot order, for the scopeOpened event; nil when it

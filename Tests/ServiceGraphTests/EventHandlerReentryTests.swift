@@ -1,0 +1,123 @@
+import ServiceGraph
+import Testing
+import ServiceGraphTestSupport
+
+/// An event handler that uses the graph it observes: dumps it, reads its startup report and its
+/// singletons, opens a scope of its own. The graph sends events while it works (opening a scope,
+/// closing one, making a service, resolving), so a handler that calls back into it must find it
+/// usable, not waiting on a lock the graph holds while it sends.
+@Suite("An event handler calling back into its graph")
+struct EventHandlerReentryTests {
+    private enum ConfigKey: ServiceKey { typealias Value = String }
+    private enum RequestKey: ServiceKey { typealias Value = Int }
+
+    /// The graph, set once it is built, and what the handler did.
+    private final class Observer: Sendable {
+        let graph = Locked<ServiceGraph?>(nil)
+        let seen = Locked<[String]>([])
+        let kinds = Locked<[ServiceGraphEvent.Kind]>([])
+        let hasOpened = Locked(false)
+    }
+
+    private static func builder(
+        _ observer: Observer,
+        kinds: Set<ServiceGraphEvent.Kind>,
+        reportsResolves: Bool = false
+    ) -> ServiceGraph.Builder {
+        var builder = ServiceGraph.Builder()
+        builder.provide(ConfigKey.self) { "config" }
+        builder.provide(RequestKey.self, lifetime: .scoped) { 7 }
+        builder.reportsResolveEvents = reportsResolves
+        builder.eventKinds = kinds
+        builder.eventHandler = { event in
+            guard let graph = observer.graph.withLock({ $0 }) else { return }
+            let dump = graph.dump(.text)
+            let report = graph.startupReport()
+            let singletons = graph.singletons(as: String.self)
+            // A scope of the handler's own, the first time (its own events come back here).
+            let isFirst = observer.hasOpened.withLock { hasOpened in
+                defer { hasOpened = true }
+                return !hasOpened
+            }
+            var opened = "none"
+            if isFirst {
+                opened = (try? graph.makeScope()) != nil ? "opened" : "refused"
+            }
+            observer.seen.withLock {
+                $0.append("\(event.kind): \(dump.count > 0) \(report.slowest.count) \(singletons.count) \(opened)")
+            }
+        }
+        return builder
+    }
+
+    @Test(arguments: [ServiceGraphEvent.Kind.scopeOpened, .scopeClosed, .resolved, .serviceCreated])
+    func aHandlerThatOpensAScopeAndReadsTheGraphIsNotBlocked(kind: ServiceGraphEvent.Kind) async throws {
+        let observer = Observer()
+        let graph = try await Self.builder(observer, kinds: [kind], reportsResolves: kind == .resolved).build()
+        observer.graph.withLock { $0 = graph }
+        try await withDeadline(.seconds(30)) {
+            let scope = try graph.makeScope()
+            #expect(try await scope.resolve(RequestKey.self) == 7)
+            #expect(try await graph.resolve(ConfigKey.self) == "config")
+            try await scope.close()
+        }
+        let seen = observer.seen.withLock { $0 }
+        // The handler's own scope reports its events inside the first call, so that call's line is not
+        // the first one.
+        #expect(seen.contains("\(kind): true 1 1 opened"), "the handler read the graph and opened a scope: \(seen)")
+        observer.graph.withLock { $0 = nil }
+        try await graph.shutdown()
+    }
+
+    /// Scopes opened while the graph shuts down, with a handler that takes its time over each
+    /// `scopeOpened`: the shutdown closes scopes whose opening is still being reported, and each close
+    /// (or drop, when the opener lets go first) is reported after the opening, so that a listener's count
+    /// of open scopes never reads below zero, and ends at zero.
+    @Test func aScopeClosedByAShutdownIsReportedClosedAfterItWasReportedOpen() async throws {
+        let observer = Observer()
+        var builder = ServiceGraph.Builder()
+        builder.provide(RequestKey.self, lifetime: .scoped) { 7 }
+        builder.eventKinds = [.scopeOpened, .scopeClosed, .scopeDropped]
+        builder.eventHandler = { event in
+            if event.kind == .scopeOpened {
+                // Long enough for the shutdown to find the scope and start closing it meanwhile.
+                let until = ContinuousClock.now + .milliseconds(2)
+                while ContinuousClock.now < until {}
+            }
+            observer.kinds.withLock { $0.append(event.kind) }
+        }
+        for _ in 0..<20 {
+            observer.kinds.withLock { $0 = [] }
+            let graph = try await builder.build()
+            try await withDeadline(.seconds(60)) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask {
+                            // Open until the shutdown refuses (kept open: the shutdown closes them),
+                            // letting the shutdown's task have a thread between two.
+                            var scopes: [ServiceScope] = []
+                            while scopes.count < 1_000, let scope = try? graph.makeScope() {
+                                scopes.append(scope)
+                                await Task.yield()
+                            }
+                        }
+                    }
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(5))
+                        try await graph.shutdown()
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let kinds = observer.kinds.withLock { $0 }
+            var open = 0
+            for (index, kind) in kinds.enumerated() {
+                open += kind == .scopeOpened ? 1 : -1
+                #expect(open >= 0, "event \(index): a scope reported closed before it was reported open")
+                if open < 0 { return }
+            }
+            #expect(open == 0, "every scope opened was reported closed (by the shutdown) or dropped: \(open) not")
+            #expect(kinds.count >= 2)
+        }
+    }
+}
