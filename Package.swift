@@ -34,7 +34,10 @@ let package = Package(
         .target(name: "KeyNameFixtures", dependencies: ["ServiceGraph"], path: "Tests/KeyNameFixtures"),
         // A protocol named like swift-service-lifecycle's `Service`, to show the two names do not clash.
         .target(name: "ServiceProtocolFixture", path: "Tests/ServiceProtocolFixture"),
-        .testTarget(name: "ServiceGraphTestingTests", dependencies: ["ServiceGraph", "ServiceGraphTesting"]),
+        .testTarget(
+            name: "ServiceGraphTestingTests",
+            dependencies: ["ServiceGraph", "ServiceGraphTesting", "ServiceGraphTestSupport"]
+        ),
         .executableTarget(
             name: "CompositionRoot",
             dependencies: ["ServiceGraph"],

@@ -2,7 +2,12 @@ public import ServiceGraph
 public import Testing
 
 /// A Swift Testing trait that gives each test case a graph of its own, built before the case runs
-/// and shut down after it; hook failures at shutdown are recorded as test issues.
+/// and shut down after it, whether the case returns or throws.
+///
+/// A failing build (the builder closure's error, a validation or a factory error) or the test's own
+/// error fails the case as thrown errors; hook failures at shutdown are recorded as issues of the
+/// test, at the test's source location. When a test and its suite both have the trait, the test's
+/// graph is the one ``TestGraph/current`` returns.
 ///
 /// ```swift
 /// @Test(.isolatedGraph { AppGraph.testBuilder() })
@@ -34,17 +39,17 @@ public struct IsolatedGraphTrait: TestTrait, SuiteTrait, TestScoping {
         do {
             try await TestGraph.$current.withValue(graph) { try await function() }
         } catch {
-            await shutDown(graph)
+            await shutDown(graph, sourceLocation: test.sourceLocation)
             throw error
         }
-        await shutDown(graph)
+        await shutDown(graph, sourceLocation: test.sourceLocation)
     }
 
-    private func shutDown(_ graph: ServiceGraph) async {
+    private func shutDown(_ graph: ServiceGraph, sourceLocation: SourceLocation) async {
         do {
             try await graph.shutdown()
         } catch {
-            Issue.record(error, "the test's graph did not shut down cleanly")
+            Issue.record(error, "the test's graph did not shut down cleanly", sourceLocation: sourceLocation)
         }
     }
 }

@@ -1,9 +1,12 @@
 public import ServiceGraph
+public import Testing
 
 /// The graph of the test that is running, when the test runs under an isolated graph
 /// (``Testing/Trait/isolatedGraph(_:)`` or ``withIsolatedGraph(_:_:)``).
 public enum TestGraph {
-    /// The current test's own built graph; nil outside an isolated test.
+    /// The current test's own built graph; nil outside an isolated test. A task-local value: a
+    /// `Task { }` made in the test inherits it (and finds it shut down if it outlives the test), a
+    /// `Task.detached` does not.
     @TaskLocal public static var current: ServiceGraph?
 
     /// The current test's graph. Traps, naming the fix, when the test has no isolated graph.
@@ -19,10 +22,16 @@ public enum TestGraph {
 ///
 /// Works with any test framework (and none). The graph is also ``TestGraph/current`` inside `body`.
 ///
+/// The graph is shut down whether `body` returns or throws. When `body` throws, its error is the one
+/// thrown, and a failing shutdown (a `willRemove` that throws or times out) is recorded as an issue
+/// of the running Swift Testing test, at `sourceLocation`, rather than lost; outside Swift Testing it
+/// is not reported.
+///
 /// - Throws: The build's ``ServiceGraphError``, `body`'s error, or the shutdown's
 ///   ``ServiceGraphError`` (after `body` succeeded).
 public func withIsolatedGraph<Result: Sendable>(
     _ builder: ServiceGraph.Builder,
+    sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (ServiceGraph) async throws -> Result
 ) async throws -> Result {
     let graph = try await builder.build()
@@ -30,7 +39,15 @@ public func withIsolatedGraph<Result: Sendable>(
     do {
         result = try await TestGraph.$current.withValue(graph) { try await body(graph) }
     } catch {
-        try? await graph.shutdown()
+        do {
+            try await graph.shutdown()
+        } catch let shutdownError {
+            Issue.record(
+                shutdownError,
+                "the isolated graph did not shut down cleanly after the body threw \(error)",
+                sourceLocation: sourceLocation
+            )
+        }
         throw error
     }
     try await graph.shutdown()
