@@ -34,7 +34,7 @@ struct EventHandlerReentryTests {
             let dump = graph.dump(.text)
             let report = graph.startupReport()
             let singletons = graph.singletons(as: String.self)
-            // A scope of the handler's own, the first time (its own events come back here).
+            // A scope of the handler's own, the first time.
             let isFirst = observer.hasOpened.withLock { hasOpened in
                 defer { hasOpened = true }
                 return !hasOpened
@@ -62,9 +62,32 @@ struct EventHandlerReentryTests {
             try await scope.close()
         }
         let seen = observer.seen.withLock { $0 }
-        // The handler's own scope reports its events inside the first call, so that call's line is not
-        // the first one.
         #expect(seen.contains("\(kind): true 1 1 opened"), "the handler read the graph and opened a scope: \(seen)")
+        observer.graph.withLock { $0 = nil }
+        try await graph.shutdown()
+    }
+
+    /// A handler that resolves on every `resolved` event, with no guard of its own: the resolves it makes
+    /// are not reported to it (on its own thread, while it runs), so it is called once per resolve of the
+    /// test's, rather than calling itself until the stack runs out.
+    @Test func aHandlerThatResolvesOnEachResolveIsNotCalledForItsOwnResolves() async throws {
+        let observer = Observer()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ConfigKey.self, lifetime: .transient) { "config" }
+        builder.reportsResolveEvents = true
+        builder.eventKinds = [.resolved]
+        builder.eventHandler = { event in
+            guard let graph = observer.graph.withLock({ $0 }) else { return }
+            let value = (try? graph.resolveSynchronously(ConfigKey.self)) ?? "failed"
+            observer.seen.withLock { $0.append("\(event.kind) \(event.key ?? ""): \(value)") }
+        }
+        let graph = try await builder.build()
+        observer.graph.withLock { $0 = graph }
+        for _ in 0..<3 { #expect(try graph.resolveSynchronously(ConfigKey.self) == "config") }
+        #expect(try await graph.resolve(ConfigKey.self) == "config")
+        let seen = observer.seen.withLock { $0 }
+        #expect(seen.count == 4, "one call per resolve of the test's: \(seen)")
+        #expect(seen.allSatisfy { $0.hasSuffix(": config") }, "\(seen)")
         observer.graph.withLock { $0 = nil }
         try await graph.shutdown()
     }

@@ -74,7 +74,8 @@ struct ObservabilityTests {
         #expect(
             seen == [
                 "build started", "didAdd ServiceA", "service created ServiceA", "build finished",
-                "scope opened", "service created ServiceB", "didAdd ServiceB",
+                // A scoped instance as a singleton: reported created once in place, its didAdd run.
+                "scope opened", "didAdd ServiceB", "service created ServiceB",
                 "willRemove ServiceB", "scope closed", "willRemove ServiceA", "shutdown finished",
             ]
         )

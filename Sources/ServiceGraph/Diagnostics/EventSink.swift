@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Where a graph sends its events; a no-op without a handler.
 struct EventSink: Sendable {
     let handler: (@Sendable (ServiceGraphEvent) -> Void)?
@@ -25,6 +33,36 @@ struct EventSink: Sendable {
     func send(_ event: @autoclosure () -> ServiceGraphEvent) {
         guard let handler else { return }
         let event = event()
-        if wanted & event.kind.bit != 0 { handler(event) }
+        guard wanted & event.kind.bit != 0 else { return }
+        // An event the handler's own call into a graph made, on its thread: not delivered, so that a
+        // handler that resolves on `resolved` (or opens a scope on `scopeOpened`) does not call itself
+        // until the stack runs out.
+        guard !EventDelivery.isDelivering else { return }
+        EventDelivery.isDelivering = true
+        defer { EventDelivery.isDelivering = false }
+        handler(event)
     }
+}
+
+/// Whether the current thread is running an event handler: a thread-local flag.
+enum EventDelivery {
+    #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "ServiceGraph: no thread-local storage left for the event handler's flag")
+        return key
+    }()
+
+    static var isDelivering: Bool {
+        get { pthread_getspecific(key) != nil }
+        set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
+    }
+    #else
+    // Without POSIX threads: no guard (a handler that calls back into the graph on every event recurses).
+    static var isDelivering: Bool {
+        get { false }
+        set {}
+    }
+    #endif
 }

@@ -72,6 +72,11 @@ extension ServiceGraph {
 
         /// Receives the graph's events: build, service creation, hooks, release, scopes, and resolves
         /// when ``reportsResolveEvents`` is on. Nil by default: no events are made.
+        ///
+        /// Called synchronously, from whichever thread did the work, possibly from several at once. The
+        /// handler may call back into the graph (dump it, resolve, open a scope); the events those calls
+        /// make on the handler's own thread, while it runs, are not delivered, so that it never calls
+        /// itself.
         public var eventHandler: (@Sendable (ServiceGraphEvent) -> Void)?
 
         /// Whether resolves are reported too. Off by default: resolving is the hot path, and an event

@@ -649,7 +649,13 @@ final class _ScopeBody: @unchecked Sendable {
                     if case .none = made.claim {
                         publish(made.box, at: slot, hooks: nil)
                     } else {
-                        try await addMadeInPlace(made.box, at: slot, claim: made.claim, creation: id)
+                        try await addMadeInPlace(
+                            made.box,
+                            at: slot,
+                            claim: made.claim,
+                            creation: id,
+                            created: made.created
+                        )
                     }
                 } else {
                     try await create(slot, inline: true)
@@ -747,6 +753,9 @@ final class _ScopeBody: @unchecked Sendable {
         /// The creation in the scope's list, when the asynchronous path started it; nil for a claim of
         /// the cell alone (``_GraphCore/ScopeCells/claim(_:)``).
         let creation: Creation.ID?
+        /// The factory's duration, to report as `serviceCreated` once the `didAdd` has run; nil when no
+        /// listener wants it.
+        let created: Duration?
     }
 
     /// Makes the scoped instance at `slot` in place, without suspending, if it can be made so (see
@@ -788,7 +797,15 @@ final class _ScopeBody: @unchecked Sendable {
         // stay. A factory that throws gives the claim up (``forgetCreation(at:failing:)``).
         let made = try makeInPlace(slot)
         guard case .none = made.claim else {
-            return .adding(_MadeInPlace(owner: self, slot: slot, box: made.box, claim: made.claim, creation: nil))
+            let adding = _MadeInPlace(
+                owner: self,
+                slot: slot,
+                box: made.box,
+                claim: made.claim,
+                creation: nil,
+                created: made.created
+            )
+            return .adding(adding)
         }
         noteCreatedInPlace(slot)
         if !instances.publishClaimed(made.box, at: slot) { publish(made.box, at: slot, hooks: nil, noted: true) }
@@ -798,7 +815,13 @@ final class _ScopeBody: @unchecked Sendable {
     /// Runs the `didAdd` of an instance made in place, publishes it, and returns its box.
     @usableFromInline
     nonisolated(nonsending) func _add(_ made: _MadeInPlace) async throws -> _AnyBox {
-        try await made.owner.addMadeInPlace(made.box, at: made.slot, claim: made.claim, creation: made.creation)
+        try await made.owner.addMadeInPlace(
+            made.box,
+            at: made.slot,
+            claim: made.claim,
+            creation: made.creation,
+            created: made.created
+        )
         return made.box
     }
 
@@ -808,11 +831,12 @@ final class _ScopeBody: @unchecked Sendable {
         _ box: _AnyBox,
         at slot: Int,
         claim: ClaimedHooks,
-        creation: Creation.ID?
+        creation: Creation.ID?,
+        created: Duration?
     ) async throws {
         do {
             try await _ResolutionTrail.current.withValue(_ResolutionTrail(making: slot, of: self)) {
-                try await add(box, at: slot, claim: claim, inline: true)
+                try await add(box, at: slot, claim: claim, inline: true, created: created)
             }
         } catch {
             // A claim of the cell alone was given up by `add` (``forgetCreation(at:failing:)``).
@@ -827,23 +851,24 @@ final class _ScopeBody: @unchecked Sendable {
     /// calls and the trail entry that ``create(_:inline:)`` takes. Nil, having run nothing, otherwise.
     ///
     /// Nothing in it can ask the scope for the instance again and wait: the factory cannot await.
-    private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks)? {
+    private func madeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks, created: Duration?)? {
         guard core.readsDependenciesInPlace(of: slot, in: self) else { return nil }
         return try makeInPlace(slot)
     }
 
     /// Makes the instance at `slot` in place, as ``madeInPlace(_:)``, whose dependencies the caller found
-    /// read in place.
-    private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks) {
+    /// read in place. `created` is the factory's duration when a listener wants `serviceCreated` and the
+    /// instance has a `didAdd` to run first (without one, it is reported here).
+    private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks, created: Duration?) {
         do {
             return try core.buffers.withFactory(at: slot) { factory in
                 var resolver = _GraphCore._UnsafeResolver(core: core, scope: self, slot: slot)
-                let box =
-                    core.reportsScopeEvent(.serviceCreated)
-                    ? try makeReportingCreation(of: slot, with: factory, &resolver)
-                    : try factory.makeBoxSynchronously(&resolver)
-                let answer = instances.hookAnswer(at: slot)
-                return (box, factory.claimHooks(of: box, for: slot, in: core.hookClaims, rememberedIn: answer))
+                guard core.reportsScopeEvent(.serviceCreated) else {
+                    let box = try factory.makeBoxSynchronously(&resolver)
+                    let answer = instances.hookAnswer(at: slot)
+                    return (box, factory.claimHooks(of: box, for: slot, in: core.hookClaims, rememberedIn: answer), nil)
+                }
+                return try makeReportingCreation(of: slot, with: factory, &resolver)
             }
         } catch {
             throw forgetCreation(at: slot, failing: core.failure(error, at: slot))
@@ -856,28 +881,30 @@ final class _ScopeBody: @unchecked Sendable {
         of slot: Int,
         with factory: _AnyFactory,
         _ resolver: inout _GraphCore._UnsafeResolver
-    ) throws -> _AnyBox {
+    ) throws -> (box: _AnyBox, claim: ClaimedHooks, created: Duration?) {
         let start = ContinuousClock.now
         let box = try factory.makeBoxSynchronously(&resolver)
-        core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: .now)))
-        return box
+        let duration = start.duration(to: .now)
+        let answer = instances.hookAnswer(at: slot)
+        let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims, rememberedIn: answer)
+        // In place once made when there is no `didAdd` to run; otherwise once it has run (``add``).
+        guard case .none = claim else { return (box, claim, duration) }
+        core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: duration))
+        return (box, claim, nil)
     }
 
     private nonisolated(nonsending) func makeAndAdd(_ slot: Int, inline: Bool) async throws {
         let factory = core.serviceFactory(at: slot)
         let box: _AnyBox
         let start = core.events.isEnabled(.serviceCreated) ? ContinuousClock.now : nil
+        let created: Duration?
         do {
             if let limit = core.factoryTimeout, !factory.isSynchronous {
                 box = try await core.makeBox(at: slot, in: self, within: limit)
             } else {
                 box = try await core.makeBox(at: slot, in: self)
             }
-            if let start {
-                core.events.send(
-                    ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: .now))
-                )
-            }
+            created = start.map { $0.duration(to: .now) }
         } catch let timeout as FactoryTimedOut {
             throw forgetCreation(
                 at: slot,
@@ -895,18 +922,21 @@ final class _ScopeBody: @unchecked Sendable {
                 in: core.hookClaims,
                 rememberedIn: instances.hookAnswer(at: slot)
             ),
-            inline: inline
+            inline: inline,
+            created: created
         )
     }
 
     /// Runs the `didAdd` of the instance just made at `slot`, if it has hooks this scope claimed (after
-    /// the creation of the service that holds them, if another one does), then publishes it; on
-    /// failure, gives the claim back and forgets the attempt.
+    /// the creation of the service that holds them, if another one does), reports it created (its
+    /// factory took `created`; nil: not reported), then publishes it; on failure, gives the claim back
+    /// and forgets the attempt.
     private nonisolated(nonsending) func add(
         _ box: _AnyBox,
         at slot: Int,
         claim: ClaimedHooks,
-        inline: Bool
+        inline: Bool,
+        created: Duration?
     ) async throws {
         if case .held(let holder) = claim { await waitForCreation(of: holder, heldFor: slot) }
         let hooks = claim.hooks
@@ -923,6 +953,8 @@ final class _ScopeBody: @unchecked Sendable {
                 throw forgetCreation(at: slot, failing: error)
             }
         }
+        // Before publishing: once published, a close may release it and report its `willRemove`.
+        if let created { core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: created)) }
         publish(box, at: slot, hooks: hooks)
     }
 
