@@ -2,7 +2,7 @@ public import ServiceGraph
 public import Testing
 
 /// The graph of the test that is running, when the test runs under an isolated graph
-/// (``Testing/Trait/isolatedGraph(_:)`` or ``withIsolatedGraph(_:_:)``).
+/// (``Testing/Trait/isolatedGraph(_:)`` or ``withIsolatedGraph(_:sourceLocation:_:)``).
 public enum TestGraph {
     /// The current test's own built graph; nil outside an isolated test. A task-local value: a
     /// `Task { }` made in the test inherits it (and finds it shut down if it outlives the test), a

@@ -92,6 +92,51 @@ struct EventHandlerReentryTests {
         try await graph.shutdown()
     }
 
+    /// A handler of one graph that uses another graph: the other graph's events reach the other
+    /// graph's handler (only a handler's own graph's events are held back while it runs).
+    @Test func aHandlerUsingAnotherGraphLetsThatGraphReportToItsOwnHandler() async throws {
+        let other = Observer()
+        var otherBuilder = ServiceGraph.Builder()
+        otherBuilder.provide(ConfigKey.self, lifetime: .transient) { "other" }
+        otherBuilder.reportsResolveEvents = true
+        otherBuilder.eventKinds = [.resolved]
+        otherBuilder.eventHandler = { event in other.seen.withLock { $0.append("\(event.kind)") } }
+        let otherGraph = try await otherBuilder.build()
+
+        let first = Observer()
+        var builder = ServiceGraph.Builder()
+        builder.provide(ConfigKey.self, lifetime: .transient) { "first" }
+        builder.reportsResolveEvents = true
+        builder.eventKinds = [.resolved]
+        builder.eventHandler = { event in
+            let value = (try? otherGraph.resolveSynchronously(ConfigKey.self)) ?? "failed"
+            first.seen.withLock { $0.append(value) }
+        }
+        let graph = try await builder.build()
+        #expect(try graph.resolveSynchronously(ConfigKey.self) == "first")
+        #expect(first.seen.withLock { $0 } == ["other"])
+        #expect(other.seen.withLock { $0 } == ["resolved"], "the other graph's resolve reached its handler")
+        try await graph.shutdown()
+        try await otherGraph.shutdown()
+    }
+
+    /// A listener of drops alone hears of every scope dropped, whether or not it owed hooks.
+    @Test func aListenerOfDropsAloneHearsOfAScopeThatOwedNothing() async throws {
+        let drops = Locked<[String?]>([])
+        var builder = ServiceGraph.Builder()
+        builder.provide(RequestKey.self, lifetime: .scoped) { 7 }
+        builder.eventKinds = [.scopeDropped]
+        builder.eventHandler = { event in drops.withLock { $0.append(event.key) } }
+        let graph = try await builder.build()
+        do {
+            let scope = try graph.makeScope()
+            #expect(try await scope.resolve(RequestKey.self) == 7)
+        }
+        _ = try graph.makeScope()
+        #expect(drops.withLock { $0 } == [nil, nil], "both drops, neither owing hooks")
+        try await graph.shutdown()
+    }
+
     /// Scopes opened while the graph shuts down, with a handler that takes its time over each
     /// `scopeOpened`: the shutdown closes scopes whose opening is still being reported, and each close
     /// (or drop, when the opener lets go first) is reported after the opening, so that a listener's count

@@ -12,9 +12,13 @@ struct EventSink: Sendable {
     /// The kinds the handler wants, one bit each (``ServiceGraphEvent/Kind/bit``).
     private let wanted: UInt32
 
+    /// This sink's identity on a thread delivering its events (``EventDelivery``); nil without a handler.
+    private let delivery: EventDelivery.Token?
+
     init(handler: (@Sendable (ServiceGraphEvent) -> Void)?, kinds: Set<ServiceGraphEvent.Kind>) {
         self.handler = handler
         self.wanted = kinds.reduce(0) { $0 | $1.bit }
+        self.delivery = handler == nil ? nil : EventDelivery.Token()
     }
 
     /// The kinds the handler wants, as the builder gave them (for a child graph's builder).
@@ -33,19 +37,25 @@ struct EventSink: Sendable {
     func send(_ event: @autoclosure () -> ServiceGraphEvent) {
         guard let handler else { return }
         let event = event()
-        guard wanted & event.kind.bit != 0 else { return }
-        // An event the handler's own call into a graph made, on its thread: not delivered, so that a
+        guard wanted & event.kind.bit != 0, let delivery else { return }
+        // An event the handler's own call into this graph made, on its thread: not delivered, so that a
         // handler that resolves on `resolved` (or opens a scope on `scopeOpened`) does not call itself
-        // until the stack runs out.
-        guard !EventDelivery.isDelivering else { return }
-        EventDelivery.isDelivering = true
-        defer { EventDelivery.isDelivering = false }
+        // until the stack runs out. Another graph's events (another sink) are delivered.
+        let outer = EventDelivery.current
+        guard outer != delivery.address else { return }
+        EventDelivery.current = delivery.address
+        defer { EventDelivery.current = outer }
         handler(event)
     }
 }
 
-/// Whether the current thread is running an event handler: a thread-local flag.
+/// The sink whose handler the current thread is running, if any: a thread-local address.
 enum EventDelivery {
+    /// A sink's identity: its address is what the thread-local holds.
+    final class Token: Sendable {
+        var address: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()) }
+    }
+
     #if canImport(Glibc) || canImport(Musl) || canImport(Darwin)
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -54,14 +64,14 @@ enum EventDelivery {
         return key
     }()
 
-    static var isDelivering: Bool {
-        get { pthread_getspecific(key) != nil }
-        set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
+    static var current: UnsafeRawPointer? {
+        get { pthread_getspecific(key).map { UnsafeRawPointer($0) } }
+        set { pthread_setspecific(key, newValue) }
     }
     #else
     // Without POSIX threads: no guard (a handler that calls back into the graph on every event recurses).
-    static var isDelivering: Bool {
-        get { false }
+    static var current: UnsafeRawPointer? {
+        get { nil }
         set {}
     }
     #endif

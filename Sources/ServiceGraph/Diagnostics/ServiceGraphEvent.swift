@@ -80,7 +80,9 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         /// A scope was released without ``ServiceScope/close()``: its instances are released and the
         /// `willRemove` hooks it owed run in the background (the graph's shutdown waits for them); the
         /// key lists the services whose hooks it owed (nil when it owed none). Each scope opened is
-        /// reported once as closed or dropped, after it was reported opened.
+        /// reported once as closed or dropped, after it was reported opened (a scope the event handler
+        /// opens while handling an event is not reported opened: see
+        /// ``ServiceGraph/Builder/eventHandler``).
         public static let scopeDropped = Kind(.scopeDropped)
         /// A graph was released without ``ServiceGraph/shutdown()`` while services with lifecycle hooks
         /// were still started: their `willRemove` never ran. The key lists them.

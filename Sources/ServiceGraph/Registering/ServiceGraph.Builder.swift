@@ -75,8 +75,9 @@ extension ServiceGraph {
         ///
         /// Called synchronously, from whichever thread did the work, possibly from several at once. The
         /// handler may call back into the graph (dump it, resolve, open a scope); the events those calls
-        /// make on the handler's own thread, while it runs, are not delivered, so that it never calls
-        /// itself.
+        /// make on the handler's own thread, while it runs, are not delivered to it, so that it does not
+        /// call itself (on platforms with POSIX threads). A scope it opens there is not reported opened,
+        /// so its later close or drop can be the first a listener hears of it.
         public var eventHandler: (@Sendable (ServiceGraphEvent) -> Void)?
 
         /// Whether resolves are reported too. Off by default: resolving is the hot path, and an event

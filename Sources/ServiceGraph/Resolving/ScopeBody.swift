@@ -370,7 +370,7 @@ final class _ScopeBody: @unchecked Sendable {
         guard dropped.owesHooks else {
             dropped.releaseInstances()
             // Reported whatever it owed, so that a listener's count of open scopes comes back to zero.
-            if core.reportsScopeEvent(.scopeDropped) { core.events.send(ServiceGraphEvent(.scopeDropped)) }
+            if core.events.isEnabled(.scopeDropped) { core.events.send(ServiceGraphEvent(.scopeDropped)) }
             Self.tell(consume graph, finished: id, at: place)
             parent?.childFinished(id)
             return
