@@ -137,6 +137,31 @@ struct EventHandlerReentryTests {
         try await graph.shutdown()
     }
 
+    /// A handler that keeps its events, and an update whose build fails: the event's error carries the
+    /// problems but not the dump (the dump holds the failed generation, and with it this handler: kept
+    /// in the handler's own storage, that generation would never be released); the thrown error has it.
+    @Test func aFailedUpdatesEventKeepsTheProblemsNotTheFailedGeneration() async throws {
+        struct FactoryFailure: Error {}
+        let kept = Locked<[ServiceGraphEvent]>([])
+        var builder = ServiceGraph.Builder()
+        builder.provide(ConfigKey.self) { "config" }
+        builder.eventKinds = [.updateFailed]
+        builder.eventHandler = { event in kept.withLock { $0.append(event) } }
+        let live = try await LiveGraph(builder)
+        let thrown = await #expect(throws: ServiceGraphError.self) {
+            try await live.update { $0.override(ConfigKey.self) { () -> String in throw FactoryFailure() } }
+        }
+        #expect(thrown?.dump() != nil, "the thrown error shows the graph")
+        let failed = kept.withLock { $0 }
+        #expect(failed.count == 1)
+        let reported = failed.first?.error as? ServiceGraphError
+        #expect(reported?.codes == thrown?.codes, "the same problems")
+        #expect(reported != nil && reported?.dump() == nil, "no dump, and so no hold on the failed generation")
+        #expect(failed.first?.update?.dump().isEmpty == false, "the update's own dump is there")
+        try await live.shutdown()
+        kept.withLock { $0 = [] }
+    }
+
     /// Scopes opened while the graph shuts down, with a handler that takes its time over each
     /// `scopeOpened`: the shutdown closes scopes whose opening is still being reported, and each close
     /// (or drop, when the opener lets go first) is reported after the opening, so that a listener's count

@@ -107,7 +107,10 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
     public let key: String?
     /// How long it took, when it took time.
     public let duration: Duration?
-    /// The error, when it failed.
+    /// The error, when it failed. A ``ServiceGraphError`` here carries no dump of the graph
+    /// (``ServiceGraphError/dump(_:)`` returns nil; the error thrown to the caller has it, and an
+    /// ``update`` has its own): the dump of a failed build holds that graph, and with it the event
+    /// handler, so a handler that kept its events would keep the failed graph alive for good.
     public let error: (any Error)?
     /// For ``Kind/updateCommitted`` and ``Kind/updateFailed``: what the update changed, or would have.
     public let update: GraphUpdatePlan?
@@ -122,7 +125,11 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         self.kind = kind
         self.key = key
         self.duration = duration
-        self.error = error
+        if let graphError = error as? ServiceGraphError, graphError.snapshot != nil {
+            self.error = ServiceGraphError(graphError.problems)
+        } else {
+            self.error = error
+        }
         self.update = update
     }
 
