@@ -157,19 +157,24 @@ private enum HostileApp {
     }
 }
 
-/// Records which test case first saw each object; keeps the objects alive so identities are not reused.
+/// Records which test case first saw each object, while it lives: a claim by another case of an object
+/// still alive is sharing. (Weakly: an object kept here until the process exits would be reported by the
+/// leak checker; an identifier reused after its object ended is a new object, and claimed anew.)
 private final class IdentityRegistry: @unchecked Sendable {
+    private struct Claim {
+        weak var object: AnyObject?
+        let owner: String
+    }
+
     private let lock = NSLock()
-    private var owners: [ObjectIdentifier: String] = [:]
-    private var keepAlive: [AnyObject] = []
+    private var claims: [ObjectIdentifier: Claim] = [:]
 
     /// Returns the other owner that already claimed `object`, or nil.
     func claim(_ object: AnyObject, by owner: String) -> String? {
         lock.withLock {
             let id = ObjectIdentifier(object)
-            if let previous = owners[id], previous != owner { return previous }
-            owners[id] = owner
-            keepAlive.append(object)
+            if let previous = claims[id], previous.object === object, previous.owner != owner { return previous.owner }
+            claims[id] = Claim(object: object, owner: owner)
             return nil
         }
     }
