@@ -12,7 +12,8 @@ public enum TestGraph {
     /// The current test's graph. Traps, naming the fix, when the test has no isolated graph.
     public static var required: ServiceGraph {
         guard let current else {
-            preconditionFailure("no isolated graph: add `.isolatedGraph { ... }` to the test, or use withIsolatedGraph")
+            // fatalError, not preconditionFailure: its message is printed in optimized builds too.
+            fatalError("no isolated graph: add `.isolatedGraph { ... }` to the test, or use withIsolatedGraph")
         }
         return current
     }
