@@ -6,8 +6,16 @@ public import Testing
 ///
 /// A failing build (the builder closure's error, a validation or a factory error) or the test's own
 /// error fails the case as thrown errors; hook failures at shutdown are recorded as issues of the
-/// test, at the test's source location. When a test and its suite both have the trait, the test's
-/// graph is the one ``TestGraph/current`` returns.
+/// test, at the test's source location.
+///
+/// Applied to a suite, the trait gives each test of the suite and of its nested suites, and each case
+/// of a parameterized test, a graph of its own. When the trait is at several levels — on a suite and
+/// on a test inside it, on two nested suites, or twice on one test — the innermost one (the test's
+/// own, else the nearest suite's; of two on one declaration, the last) builds the case's graph, and
+/// the outer ones build nothing for that case: their builder closures are not called, so no other
+/// graph is built, started or shut down beside the one ``TestGraph/current`` returns, and an outer
+/// builder that would fail cannot fail the case. (One trait value applied at two levels builds one
+/// graph.)
 ///
 /// ```swift
 /// @Test(.isolatedGraph { AppGraph.testBuilder() })
@@ -21,23 +29,50 @@ public import Testing
 public struct IsolatedGraphTrait: TestTrait, SuiteTrait, TestScoping {
     let makeBuilder: @Sendable () async throws -> ServiceGraph.Builder
 
+    /// Tells this trait value (and its copies) apart from the others among a test's traits.
+    private final class Identity: Sendable {}
+
+    private let identity = Identity()
+
+    /// The trait value whose graph the running case has: a copy of that value further in (one value
+    /// applied at two levels) builds nothing.
+    @TaskLocal private static var providing: Identity?
+
     /// Applied to a suite, the trait gives each test (and each case of a parameterized test) its own
     /// graph too.
     public var isRecursive: Bool { true }
+
+    /// Provides a scope for each test case whose innermost isolated-graph trait this is, and for
+    /// nothing else.
+    ///
+    /// A test's traits list the ones it inherits from its suites first, outermost to innermost, then its
+    /// own in the order written: the last isolated-graph trait among them builds the case's graph.
+    ///
+    /// - Returns: This trait for a test case whose innermost isolated-graph trait it is; nil for a suite,
+    ///   for a test function as a whole, and for a case that a trait further in gives its graph.
+    public func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        guard testCase != nil else { return nil }
+        let innermost = test.traits.last { $0 is IsolatedGraphTrait } as? IsolatedGraphTrait
+        if let innermost, innermost.identity !== identity { return nil }
+        return self
+    }
 
     public func provideScope(
         for test: Test,
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        // Only test cases get a graph: a suite's scope covers many tests, which must not share one.
-        guard testCase != nil else {
+        // Only test cases get a graph: a suite's scope covers many tests, which must not share one. A
+        // case that an outer copy of this same trait value already gives a graph gets no second one.
+        guard testCase != nil, Self.providing !== identity else {
             try await function()
             return
         }
         let graph = try await makeBuilder().build()
         do {
-            try await TestGraph.$current.withValue(graph) { try await function() }
+            try await Self.$providing.withValue(identity) {
+                try await TestGraph.$current.withValue(graph) { try await function() }
+            }
         } catch {
             await shutDown(graph, sourceLocation: test.sourceLocation)
             throw error
@@ -56,6 +91,9 @@ public struct IsolatedGraphTrait: TestTrait, SuiteTrait, TestScoping {
 
 extension Trait where Self == IsolatedGraphTrait {
     /// Each test case gets a graph of its own, built from `builder` and shut down afterwards.
+    ///
+    /// On a suite, each test case of the suite (and of its nested suites) gets one, unless a trait
+    /// nearer the test, such as the test's own, gives it its graph: `builder` is then not called for it.
     ///
     /// - Parameter builder: Makes the builder: typically the application's, with test overrides.
     public static func isolatedGraph(_ builder: @escaping @Sendable () async throws -> ServiceGraph.Builder) -> Self {

@@ -7,6 +7,9 @@ public enum TestGraph {
     /// The current test's own built graph; nil outside an isolated test. A task-local value: a
     /// `Task { }` made in the test inherits it (and finds it shut down if it outlives the test), a
     /// `Task.detached` does not.
+    ///
+    /// Under traits at several levels it is the innermost trait's graph, the only one built for the
+    /// case; inside the body of a ``withIsolatedGraph(_:sourceLocation:_:)`` it is that call's graph.
     @TaskLocal public static var current: ServiceGraph?
 
     /// The current test's graph. Traps, naming the fix, when the test has no isolated graph.
@@ -22,6 +25,10 @@ public enum TestGraph {
 /// Builds a graph of its own for `body`, shuts it down afterwards, and reports hook failures.
 ///
 /// Works with any test framework (and none). The graph is also ``TestGraph/current`` inside `body`.
+///
+/// Called in a test that already has a graph (from an isolated-graph trait, or an enclosing call), it
+/// builds its own graph all the same: that graph is ``TestGraph/current`` for `body` alone and is shut
+/// down when `body` ends; the test's graph is current again afterwards, still running, untouched.
 ///
 /// The graph is shut down whether `body` returns or throws. When `body` throws, its error is the one
 /// thrown, and a failing shutdown (a `willRemove` that throws or times out) is recorded as an issue
