@@ -8,6 +8,11 @@ extension ServiceGraph {
     /// transients and scoped instances, and keeps the parent alive as long as it lives. A child of a
     /// child searches itself, then its parent, then the root.
     ///
+    /// The child builder starts with this graph's settings, which it may change: ``Builder/eventHandler``,
+    /// ``Builder/eventKinds``, ``Builder/reportsResolveEvents``, ``Builder/hookTimeout``,
+    /// ``Builder/factoryTimeout`` and ``Builder/requiresShutdown``. The child's events are its own: a
+    /// parent's singleton it shares is not reported created in it.
+    ///
     /// The parent's ``shutdown()`` shuts its live children down first, newest first; a child builder
     /// of a graph that is shut down (or shutting down) fails to build with
     /// ``ServiceGraphError/Code/graphShutDown``.
@@ -26,6 +31,7 @@ extension ServiceGraph {
         builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
         builder.eventKinds = core.events.kinds
+        builder.reportsResolveEvents = core.reportsResolves
         var registrations = RegistrationList(
             (0..<core.count).lazy.map { Registration(inheritedFrom: self, at: $0) }
         )

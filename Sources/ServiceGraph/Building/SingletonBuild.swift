@@ -454,7 +454,9 @@ struct SingletonBuild {
         isAdopted: Bool = false
     ) {
         core.storeSingleton(box, at: slot)
-        if !isAdopted && core.events.isEnabled(.serviceCreated) {
+        // Neither a singleton a live graph took over nor a parent's that a child graph shares was made
+        // by this build (its parent made it, and ran its didAdd).
+        if !isAdopted && core.events.isEnabled(.serviceCreated) && !plan.providers[slot].factory.isBorrowed {
             core.events.send(ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: factory))
         }
         log.noteFactory(slot, took: factory)

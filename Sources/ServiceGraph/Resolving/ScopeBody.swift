@@ -376,8 +376,10 @@ final class _ScopeBody: @unchecked Sendable {
             return
         }
         let core = self.core
-        // Weakly from here: the graph is let go before the shutdown this may end resumes.
-        weak let weakGraph = consume graph
+        // The graph is held until the hooks have run: a child graph dropped meanwhile would otherwise
+        // tell its parent it finished, and the parent's shutdown release the singletons these hooks may
+        // still use. Let go by `tell`, before the shutdown this may end resumes.
+        let heldGraph = HandOver(consume graph)
         core.events.send(ServiceGraphEvent(.scopeDropped, key: dropped.owedNames(in: core)))
         UnretainingTask.start(
             {
@@ -385,7 +387,7 @@ final class _ScopeBody: @unchecked Sendable {
                 dropped.releaseInstances()
             },
             then: { [parent, parentHandle = header.pointee.parentHandle] in
-                Self.tell(weakGraph, finished: id, at: place)
+                Self.tell(heldGraph.take() ?? nil, finished: id, at: place)
                 // The scope this one was opened from (its body, and its handle, whose last release ends
                 // it) is kept until now, so that it releases nothing before this one's hooks ran, then
                 // told. Not this scope itself: it holds the graph's core, and with it the singletons,
