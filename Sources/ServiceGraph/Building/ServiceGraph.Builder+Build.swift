@@ -71,13 +71,9 @@ extension ServiceGraph.Builder {
         case .failed(let error):
             parent?.childFinished(childID)
             let problems = error.problems
-            var log = build.log
-            log.started = []  // the snapshot must not keep the released instances alive
             throw ServiceGraphError(
                 problems,
-                snapshot: GraphSnapshot { [log] in
-                    GraphDescription(core: core, log: log).marked(with: problems)
-                }
+                snapshot: GraphSnapshot(failedBuild: core, log: build.log, problems: problems)
             )
         }
     }

@@ -109,8 +109,8 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
     public let duration: Duration?
     /// The error, when it failed. A ``ServiceGraphError`` here carries no dump of the graph
     /// (``ServiceGraphError/dump(_:)`` returns nil; the error thrown to the caller has it, and an
-    /// ``update`` has its own): the dump of a failed build holds that graph, and with it the event
-    /// handler, so a handler that kept its events would keep the failed graph alive for good.
+    /// ``update`` has its own): the dump of a failed validation holds the graph's registrations, so a
+    /// handler that kept its events would keep every factory, and what it captures, alive.
     public let error: (any Error)?
     /// For ``Kind/updateCommitted`` and ``Kind/updateFailed``: what the update changed, or would have.
     public let update: GraphUpdatePlan?

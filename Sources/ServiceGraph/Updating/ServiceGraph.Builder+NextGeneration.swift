@@ -105,14 +105,10 @@ extension ServiceGraph.Builder {
             log.aliases = adoptedAliases + log.aliases
             return ServiceGraph(core: core, log: log, parent: nil, childID: -1, requiresShutdown: requiresShutdown)
         case .failed(let error):
-            var log = build.log
-            log.started = []  // the snapshot must not keep the released instances alive
             let problems = error.problems
             throw ServiceGraphError(
                 problems,
-                snapshot: GraphSnapshot { [log] in
-                    GraphDescription(core: core, log: log).marked(with: problems)
-                }
+                snapshot: GraphSnapshot(failedBuild: core, log: build.log, problems: problems)
             )
         }
     }

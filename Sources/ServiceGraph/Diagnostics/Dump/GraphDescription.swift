@@ -150,41 +150,47 @@ struct GraphDescription: Sendable {
         )
     }
 
-    /// Describes a built graph, or the part of one a failed build created.
+    /// Describes a built graph.
     ///
     /// - Complexity: O(services + edges), with one reflection per key and per value type.
     init(core: _GraphCore, log: BuildLog) {
-        let names = core.keyNames.all
-        let files = core.files.map(\.description)
+        self.init(BuiltGraphTables(core), log: log)
+    }
+
+    /// Describes a built graph, or the part of one a failed build created, from its core's tables.
+    ///
+    /// - Complexity: O(services + edges), with one reflection per key and per value type.
+    init(_ tables: BuiltGraphTables, log: BuildLog) {
+        let names = tables.keyNames.all
+        let files = tables.files.map(\.description)
         var valueTypes = TypeName.ValueTypeNames()
-        services = (0..<core.count).map { slot in
-            let record = core.records[slot]
-            let key = core.key(at: slot)
+        services = (0..<tables.count).map { slot in
+            let record = tables.records[slot]
+            let key = tables.identities.key(at: slot)
             var service = Service(
                 name: names[slot],
                 valueType: valueTypes.name(for: key),
-                lifetime: core.lifetime(of: slot),
+                lifetime: tables.lifetimes[slot],
                 site: RegistrationSite(fileID: files[Int(record.fileIndex)], line: Int(record.line)),
                 isOverride: record.isOverride,
                 isSeed: record.isSeed
             )
             service.arguments = (key as? any ArgumentFactoryKey.Type)?.argumentNames
-            service.isCreatedOnFirstUse = core.isDeferred(slot)
-            if core.scopeKindIndex(of: slot) != 0 { service.scopeKind = core.scopeKind(of: slot).description }
-            if let module = core.slotModules?[slot], module != 0 { service.module = core.modules[Int(module)].name }
+            service.isCreatedOnFirstUse = tables.isCreatedOnFirstUse?[slot] ?? false
+            if let kind = tables.slotScopeKinds?[slot], kind != 0 {
+                service.scopeKind = tables.scopeKinds[Int(kind)].description
+            }
+            if let module = tables.slotModules?[slot], module != 0 {
+                service.module = tables.modules[Int(module)].name
+            }
             return service
         }
-        edges = Edges(
-            (0..<core.count).lazy.map { core.dependencies(of: $0) },
-            count: core.count,
-            edgeCount: core.edgeCount
-        )
-        edgeKinds = core.edgeKinds
-        for (slot, key) in core.absentOptionals {
+        edges = tables.edges
+        edgeKinds = tables.edgeKinds
+        for (slot, key) in tables.absentOptionals {
             absentOptionals[slot, default: []].append(key.serviceName)
         }
-        // Singletons created on first use follow the build's, in the order they were created so far.
-        initializationOrder = core.creationOrder + (core.deferredSingletons?.createdSlots ?? [])
+        initializationOrder = tables.initializationOrder
         totalDuration = log.totalDuration
         isBuilt = true
         let (factoryDurations, didAddDurations) = (log.factoryDurations(), log.didAddDurations())

@@ -226,6 +226,18 @@ final class _GraphCore: @unchecked Sendable {
         }
     }
 
+    /// Every slot's lifetime, copied out of the buffers: for a dump that outlives the core.
+    var lifetimes: [Lifetime] { Array(UnsafeBufferPointer(start: buffers.lifetimes, count: count)) }
+
+    /// The dependency edges, copied out of the buffers (two copies of flat memory): for a dump that
+    /// outlives the core.
+    var edges: Edges {
+        Edges(
+            dependencyStart: Array(UnsafeBufferPointer(start: buffers.dependencyStart, count: count + 1)),
+            dependencyTargets: Array(UnsafeBufferPointer(start: buffers.dependencySlots, count: edgeCount))
+        )
+    }
+
     /// The lifetime of the service at `slot`.
     @inlinable
     func lifetime(of slot: Int) -> Lifetime {
