@@ -21,6 +21,9 @@ struct MemoryUse {
     let peak: Int
     /// Of `peak`, what the declared registrations took (zero for hand-wired).
     let declared: Int
+    /// The resident high-water mark during the build alone, above the resident size once declared: what
+    /// `build()` adds at its peak to the registrations it is given.
+    let buildPeak: Int
     /// Heap still allocated once the build is done and its inputs are released (glibc's mallinfo2).
     let retained: Int
 }
@@ -40,13 +43,17 @@ func measureMemory<Declared, Built>(
     let canMeasure = resident >= 0 && heap >= 0 && cmallocstats_reset_peak_resident() == 0
     let declared = declare()
     let afterDeclaring = cmallocstats_peak_resident_since_reset()
+    // The high-water mark started again from what is resident now, for the build's own peak.
+    let residentDeclared = cmallocstats_resident_bytes()
+    let canMeasureBuild = residentDeclared >= 0 && cmallocstats_reset_peak_resident() == 0
     let built = try await build(consume declared)
-    let peak = cmallocstats_peak_resident_since_reset()
+    let buildPeak = cmallocstats_peak_resident_since_reset()
     let retained = cmallocstats_heap_in_use()
-    guard canMeasure, peak >= 0, afterDeclaring >= 0 else { return (nil, built) }
+    guard canMeasure, canMeasureBuild, buildPeak >= 0, afterDeclaring >= 0 else { return (nil, built) }
     let use = MemoryUse(
-        peak: Int(peak - resident) / services,
+        peak: Int(max(buildPeak, afterDeclaring) - resident) / services,
         declared: Int(afterDeclaring - resident) / services,
+        buildPeak: Int(buildPeak - residentDeclared) / services,
         retained: Int(retained - heap) / services
     )
     return (use, built)
@@ -135,23 +142,25 @@ func scaleRows(_ effort: Effort, sizes: [Int]) async throws -> [ScaleFigures] {
 func memoryNote(_ use: MemoryUse?) -> String {
     guard let use else { return "memory not measured on this platform" }
     let declared = use.declared > 0 ? " (declared registrations \(use.declared))" : ""
-    return "peak +\(use.peak) B/service\(declared), retains \(use.retained) B/service"
+    return "peak +\(use.peak) B/service\(declared), build() alone +\(use.buildPeak), retains \(use.retained) B/service"
 }
 
 /// Prints the scale figures as a Markdown table of their own.
 func printScaleTable(_ figures: [ScaleFigures]) {
     print(
-        "\n| services | shape | hand-wired | declare | validate | build | validate + build | × hand-wired | peak B/service (hand-wired) | retained B/service (hand-wired) |"
+        "\n| services | shape | hand-wired | declare | validate | build | validate + build | × hand-wired | peak B/service (hand-wired) | build() alone at peak B/service (hand-wired) | retained B/service (hand-wired) |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in figures {
         let total = format(row.validateAndBuild * Double(row.size))
         let ratio = String(format: row.validateAndBuild / row.handWired, digits: 1)
         let peak = "\(row.graphMemory.map { "\($0.peak)" } ?? "—") (\(row.handMemory.map { "\($0.peak)" } ?? "—"))"
+        let buildPeak =
+            "\(row.graphMemory.map { "\($0.buildPeak)" } ?? "—") (\(row.handMemory.map { "\($0.buildPeak)" } ?? "—"))"
         let retained =
             "\(row.graphMemory.map { "\($0.retained)" } ?? "—") (\(row.handMemory.map { "\($0.retained)" } ?? "—"))"
         print(
-            "| \(row.size) | \(row.shape) | \(format(row.handWired)) | \(format(row.declare)) | \(format(row.validate)) | \(format(row.build)) | \(format(row.validateAndBuild)) (\(total)) | \(ratio)x | \(peak) | \(retained) |"
+            "| \(row.size) | \(row.shape) | \(format(row.handWired)) | \(format(row.declare)) | \(format(row.validate)) | \(format(row.build)) | \(format(row.validateAndBuild)) (\(total)) | \(ratio)x | \(peak) | \(buildPeak) | \(retained) |"
         )
     }
 }
