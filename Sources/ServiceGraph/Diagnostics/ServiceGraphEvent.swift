@@ -71,7 +71,8 @@ public struct ServiceGraphEvent: Sendable, CustomStringConvertible {
         /// A service was resolved (only with ``ServiceGraph/Builder/reportsResolveEvents``).
         public static let resolved = Kind(.resolved)
         /// A scope was opened; the event's key lists the seeds it was given, if any
-        /// (`"SessionUserKey, RequestKey"`).
+        /// (`"SessionUserKey, RequestKey"`). Sent before `makeScope` returns the scope: a shutdown that
+        /// starts meanwhile may close it, and its close is reported after this.
         public static let scopeOpened = Kind(.scopeOpened)
         /// A scope was closed and its instances released.
         public static let scopeClosed = Kind(.scopeClosed)

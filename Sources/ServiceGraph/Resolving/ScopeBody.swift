@@ -1221,11 +1221,21 @@ final class _ScopeBody: @unchecked Sendable {
         }
         let isClosing = state.withLock { state in
             if state.closing.hasStarted { return true }
-            state.children[child._body.id] = WeakReference(child)
+            // Recorded, to be closed before this scope, unless its close has begun: only the graph's
+            // shutdown can have begun it (no one else has the scope yet), while its opening was reported
+            // or since, and that close may have ended and told this scope so already, which would leave an
+            // entry made now for good. Its end is waited for through the count. The child's gate is read
+            // (an atomic) rather than its lock taken under this one: it closes before any close ends.
+            if !child._body.resolves.pointee.isClosing {
+                state.children[child._body.id] = WeakReference(child)
+            }
+            _internalInvariant(state.children.count <= state.unfinishedChildren, "a finished child is recorded")
             return false
         }
         // A close began meanwhile and did not see the child: it is dropped unused, and its end is waited for.
         if isClosing { throw ServiceGraphError(closedProblem("a new scope")) }
+        // A child the shutdown closed (see above) is returned closed, as the graph returns a scope its
+        // shutdown closed while its opening was reported: its seeds were the scope's, and are released.
         return child
     }
 
@@ -1300,6 +1310,7 @@ final class _ScopeBody: @unchecked Sendable {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             if let id { state.children[id] = nil }
             state.unfinishedChildren -= 1
+            _internalInvariant(state.children.count <= state.unfinishedChildren, "a finished child is recorded")
             guard state.unfinishedChildren == 0 else { return [] }
             defer { state.childWaiters = [] }
             return state.childWaiters
@@ -1322,6 +1333,12 @@ final class _ScopeBody: @unchecked Sendable {
 
     /// Whether ``close()`` has been called (or the graph has shut down, or the scope is closing).
     var isClosed: Bool { state.withLock { $0.closing.hasStarted } }
+
+    /// How many scopes opened from this one it records (to close them before itself), and how many
+    /// have not finished: each one recorded has not. For the tests.
+    var childCounts: (recorded: Int, unfinished: Int) {
+        state.withLock { ($0.children.count, $0.unfinishedChildren) }
+    }
 
     private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
         .init(.scopeClosed, key: name, message: "\(name) was asked of a scope that is already closed")

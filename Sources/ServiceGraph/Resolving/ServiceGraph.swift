@@ -194,6 +194,12 @@ public final class ServiceGraph: Sendable {
     /// in the background (the graph's shutdown waits for them), with a
     /// ``ServiceGraphEvent/Kind/scopeDropped`` event.
     ///
+    /// A scope opened while the graph shuts down may come back closed: the shutdown closes every scope
+    /// open when it starts, one whose ``ServiceGraphEvent/Kind/scopeOpened`` event is still being sent
+    /// included. Such a scope throws ``ServiceGraphError/Code/scopeClosed`` to every resolve and close,
+    /// has released its seeds as any close does, and is reported closed once, after it was reported
+    /// opened.
+    ///
     /// A graph with seeds (``Builder/seed(_:fileID:line:)``) needs their values: use
     /// ``makeScope(seeding:)-(ScopeSeed...)``.
     ///

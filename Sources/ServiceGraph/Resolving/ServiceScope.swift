@@ -102,6 +102,9 @@ public final class ServiceScope: Sendable {
     /// let checkout = try await request.resolve(CheckoutKey.self)   // the session's cart, this request
     /// ```
     ///
+    /// Opened while the graph shuts down, the new scope may come back closed, as a scope the graph opens
+    /// does (see ``ServiceGraph/makeScope()``); this one then has nothing of it left to close.
+    ///
     /// - Throws: As ``ServiceGraph/makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``, and
     ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing.
     public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
