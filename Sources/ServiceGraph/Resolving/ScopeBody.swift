@@ -386,15 +386,18 @@ final class _ScopeBody: @unchecked Sendable {
                 _ = await Lifecycle.releaseInPlace(dropped.takeOwed(), of: core)
                 dropped.releaseInstances()
             },
-            then: { [parent, parentHandle = header.pointee.parentHandle] in
-                Self.tell(heldGraph.take() ?? nil, finished: id, at: place)
+            then: { [opener = HandOver((parent, header.pointee.parentHandle))] in
                 // The scope this one was opened from (its body, and its handle, whose last release ends
-                // it) is kept until now, so that it releases nothing before this one's hooks ran, then
-                // told. Not this scope itself: it holds the graph's core, and with it the singletons,
-                // which a shutdown this tell lets return must not find still held (a top-level scope's
-                // task holds nothing of the graph then).
-                parent?.childFinished(id)
-                _ = parentHandle
+                // it) is kept until this one's hooks ran, so that it releases nothing before them; then
+                // told, and let go before the graph is told, so that a shutdown this tell lets return
+                // finds neither still held (it ends, and tells the graph, on its own). Not this scope
+                // itself: it holds the graph's core, and with it the singletons, which that shutdown must
+                // not find held either (a top-level scope's task holds nothing of the graph then).
+                do {
+                    let taken = opener.take()
+                    taken?.0?.childFinished(id)
+                }
+                Self.tell(heldGraph.take() ?? nil, finished: id, at: place)
             }
         )
     }
