@@ -44,7 +44,11 @@ struct MisuseTests {
             try await $0.shutdown()
             _ = try $0.makeScope()
         },
-        Case(name: "closing a scope twice", code: .scopeClosed, message: "already closed") {
+        Case(
+            name: "closing a scope twice",
+            code: .scopeClosed,
+            message: "close() was called on a scope that is already closed"
+        ) {
             let scope = try $0.makeScope()
             try await scope.close()
             try await scope.close()

@@ -1037,7 +1037,9 @@ final class _ScopeBody: @unchecked Sendable {
         // left as it is.
         if let slot = _ResolutionTrail.slotMaking(in: self) { throw reentrantCloseError(making: slot) }
         guard let problems = await closeOnce(waitingForAnother: false) else {
-            throw ServiceGraphError(closedProblem("the scope"))
+            throw ServiceGraphError(
+                .init(.scopeClosed, key: "close()", message: "close() was called on a scope that is already closed")
+            )
         }
         if !problems.isEmpty { throw ServiceGraphError(problems) }
     }
