@@ -982,6 +982,8 @@ struct ChildGraphHostileTests {
         childBuilder.eventHandler = { childEvents.record($0) }
         childBuilder.provide(CGChildKey.self, dependsOn: CGParentKey.self) { _ in CGNode("C", log) }
         let child = try await childBuilder.build()
+        // The parent's singleton created on first use, first used through the child: the parent makes it.
+        _ = try await child.resolve(CGLazyKey.self)
         _ = try await child[CGLazyHolderKey.self].lazy.value
         try await child.shutdown()
         try await parent.shutdown()
@@ -996,6 +998,7 @@ struct ChildGraphHostileTests {
         #expect(childEvents.keys(of: .serviceCreated) == ["CGChildKey"], "\(childEvents.lines)")
 
         #expect(parentEvents.keys(of: .didAdd).contains("CGLazyKey"), "\(parentEvents.lines)")
+        #expect(parentEvents.keys(of: .serviceCreated).contains("CGLazyKey"), "\(parentEvents.lines)")
         #expect(parentEvents.keys(of: .willRemove).contains("CGLazyKey"), "\(parentEvents.lines)")
         #expect(!parentEvents.all.contains { $0.key == "CGChildKey" }, "\(parentEvents.lines)")
         #expect(parentEvents.count(of: .buildStarted) == 1, "the child's build was reported to the parent")
@@ -1184,10 +1187,33 @@ struct ChildGraphHostileTests {
         print("CG observation: removals across a live update with a child: \(log.removals)")
     }
 
-    /// What a child builder takes over from its parent's builder settings is not documented. It takes
-    /// the event handler, the kinds of events, the hook and factory timeouts and `requiresShutdown`;
-    /// with the handler, a parent's choice to report resolves should come too, or a child's resolves
-    /// go unreported to the very handler that asked for them.
+    /// A child builder starts with its parent's settings (`makeChildBuilder`'s doc): the event handler,
+    /// the kinds of events, resolve events, the hook and factory timeouts and `requiresShutdown`; with
+    /// the handler, a parent's choice to report resolves comes too, or a child's resolves would go
+    /// unreported to the very handler that asked for them.
+    /// The setting as the parent's builder had it, not as it took effect: a parent that reports resolves
+    /// but wants no `.resolved` events gives its child builder `reportsResolveEvents` all the same, so a
+    /// child that adds the kind gets them.
+    @Test func aChildBuilderTakesReportsResolveEventsAsItWasSet() async throws {
+        var builder = ServiceGraph.Builder()
+        builder.requiresShutdown = false
+        builder.reportsResolveEvents = true
+        builder.eventKinds = [.didAdd]
+        builder.eventHandler = { _ in }
+        builder.provide(CGGreetingKey.self, lifetime: .transient) { "hello" }
+        let parent = try await builder.build()
+        var childBuilder = parent.makeChildBuilder()
+        #expect(childBuilder.reportsResolveEvents)
+        let events = CGEvents()
+        childBuilder.eventKinds = [.resolved]
+        childBuilder.eventHandler = { events.record($0) }
+        let child = try await childBuilder.build()
+        _ = try await child.resolve(CGGreetingKey.self)
+        #expect(events.count(of: .resolved) == 1, "\(events.lines)")
+        try await child.shutdown()
+        try await parent.shutdown()
+    }
+
     @Test func aChildBuilderTakesOverItsParentsEventSettingsConsistently() async throws {
         var builder = ServiceGraph.Builder()
         builder.hookTimeout = .milliseconds(123)

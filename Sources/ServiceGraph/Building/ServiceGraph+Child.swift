@@ -31,7 +31,7 @@ extension ServiceGraph {
         builder.requiresShutdown = requiresShutdown
         builder.eventHandler = core.events.handler
         builder.eventKinds = core.events.kinds
-        builder.reportsResolveEvents = core.reportsResolves
+        builder.reportsResolveEvents = core.reportsResolveEvents
         var registrations = RegistrationList(
             (0..<core.count).lazy.map { Registration(inheritedFrom: self, at: $0) }
         )

@@ -42,7 +42,7 @@ extension ServiceGraph.Builder {
             factoryTimeout: factoryTimeout,
             parentClaims: parent?.core.hookClaims,
             events: EventSink(handler: eventHandler, kinds: eventKinds),
-            reportsResolves: reportsResolveEvents && eventHandler != nil && eventKinds.contains(.resolved)
+            reportsResolveEvents: reportsResolveEvents
         )
         var build = SingletonBuild(plan: plan, core: core)
         let outcome = await build.run()

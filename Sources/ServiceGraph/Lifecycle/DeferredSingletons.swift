@@ -82,9 +82,12 @@ final class DeferredSingletons: Sendable {
                 forget(slot)
                 throw core.failure(error, at: slot)
             }
-            core.events.send(
-                ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
-            )
+            // A parent's singleton a child graph shares: the parent made it, and reports it.
+            if !factory.isBorrowed {
+                core.events.send(
+                    ServiceGraphEvent(.serviceCreated, key: core.name(slot), duration: start.duration(to: clock.now))
+                )
+            }
             let claim = factory.claimHooks(of: box, for: slot, in: core.hookClaims, takingOver: true)
             let hooks = claim.hooks
             if let hooks = claim.hooksToStart {

@@ -1304,8 +1304,11 @@ final class _ScopeBody: @unchecked Sendable {
     /// lets the graph go before resuming the shutdown this may end: that shutdown cannot then return
     /// while this scope still keeps the graph alive.
     private static func tell(_ graph: consuming ServiceGraph?, finished id: Int, at place: Int) {
-        let waiters = graph?.scopeFinished(id, at: place)
+        var body: _ScopeBody?
+        let waiters = graph?.scopeFinished(id, at: place, removing: &body)
         graph = nil
+        // After the graph: the body's end may end the scope it was opened from, and that the shutdown.
+        body = nil
         waiters?.resume()
     }
 

@@ -191,8 +191,8 @@ public final class ServiceGraph: Sendable {
     /// Close the scope with ``ServiceScope/close()`` to release its instances in reverse order. Scopes
     /// still open when the graph shuts down are closed first. The graph does not keep a scope alive: a
     /// scope released without `close()` releases its instances, and the `willRemove` hooks it owed run
-    /// in the background (the graph's shutdown waits for them), with a
-    /// ``ServiceGraphEvent/Kind/scopeDropped`` event.
+    /// in the background (the graph's shutdown waits for them, and the graph is kept alive until they
+    /// have run), with a ``ServiceGraphEvent/Kind/scopeDropped`` event.
     ///
     /// A scope opened while the graph shuts down may come back closed: the shutdown closes every scope
     /// open when it starts, one whose ``ServiceGraphEvent/Kind/scopeOpened`` event is still being sent
@@ -346,17 +346,19 @@ public final class ServiceGraph: Sendable {
 
     /// A scope has closed, or was dropped and has released what it owned.
     ///
+    /// - Parameter body: Given the scope's body the graph held, to let go of outside the graph's lock
+    ///   (see ``OpenScopes/remove(_:at:)``) and after the graph: its end may end the scope it was opened
+    ///   from, whose own end may be the last a shutdown waits for.
     /// - Returns: The shutdown waiting for the graph's dependents, if this was the last: resume it once
-    ///   no longer holding the graph, so that the shutdown it ends cannot return while the graph is
-    ///   still kept alive by the caller.
-    func scopeFinished(_ id: Int, at place: Int) -> DependentsWaiters {
+    ///   no longer holding the graph (nor `body`), so that the shutdown it ends cannot return while the
+    ///   graph is still kept alive by the caller.
+    func scopeFinished(_ id: Int, at place: Int, removing body: inout _ScopeBody?) -> DependentsWaiters {
         var removed: _ScopeBody?
         let waiters = finish { state in
             removed = state.scopes.remove(id, at: place)
             return removed != nil
         }
-        // Let go here, not under the lock (see ``OpenScopes/remove(_:at:)``).
-        removed = nil
+        body = removed
         return waiters
     }
 

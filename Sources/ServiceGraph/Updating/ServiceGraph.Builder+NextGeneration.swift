@@ -65,7 +65,7 @@ extension ServiceGraph.Builder {
             factoryTimeout: factoryTimeout,
             parentClaims: nil,
             events: EventSink(handler: eventHandler, kinds: eventKinds),
-            reportsResolves: reportsResolveEvents && eventHandler != nil && eventKinds.contains(.resolved)
+            reportsResolveEvents: reportsResolveEvents
         )
         var nextSlot = [Int?](repeating: nil, count: current.core.count)
         var boxes = [_AnyBox?](repeating: nil, count: diff.adopted.isEmpty ? 0 : plan.count)

@@ -63,6 +63,8 @@ final class _GraphCore: @unchecked Sendable {
     /// Whether top-level resolves send events (checked on the resolve path, so a plain flag).
     @usableFromInline
     let reportsResolves: Bool
+    /// The builder's ``ServiceGraph/Builder/reportsResolveEvents``, as set (a child builder starts with it).
+    let reportsResolveEvents: Bool
     /// Whether a handler wants any event a scope sends (opened, closed, a service created in it): a
     /// plain flag tested before ``events`` on a scope's open, first resolve and close, which a server
     /// runs with cold caches (the sink's own test is a call).
@@ -111,12 +113,14 @@ final class _GraphCore: @unchecked Sendable {
         factoryTimeout: Duration?,
         parentClaims: HookClaims?,
         events: EventSink,
-        reportsResolves: Bool
+        reportsResolveEvents: Bool
     ) {
         self.hookTimeout = hookTimeout
         self.factoryTimeout = factoryTimeout
         self.hookClaims = HookClaims(parent: parentClaims)
         self.events = events
+        self.reportsResolveEvents = reportsResolveEvents
+        let reportsResolves = reportsResolveEvents && events.isEnabled(.resolved)
         self.reportsResolves = reportsResolves
         self.reportsScopeEvents =
             events.isEnabled(.scopeOpened) || events.isEnabled(.scopeClosed) || events.isEnabled(.serviceCreated)
