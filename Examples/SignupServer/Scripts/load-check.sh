@@ -24,10 +24,8 @@ threads="${THREADS:-1}"
 if ! command -v wrk >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq wrk >/dev/null
 fi
-# BUILD_FLAGS: more `swift build` flags, the same as a build made before (CI's), so it is reused.
-read -r -a build_flags <<<"${BUILD_FLAGS:-}"
-swift build -c "$configuration" "${build_flags[@]}" --product SignupServer >/dev/null
-binary="$(swift build -c "$configuration" "${build_flags[@]}" --show-bin-path 2>/dev/null)/SignupServer"
+swift build -c "$configuration" --product SignupServer >/dev/null
+binary="$(swift build -c "$configuration" --show-bin-path 2>/dev/null)/SignupServer"
 
 # On two or more cores, the server gets the first and wrk the second: without it, the two fight over
 # the same cores and the rounds' figures swing by a quarter either way.
