@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The load check: requests per second and p99 latency of the same request served two ways, through a
+# The load check: requests per second and p99 latency of the same request served three ways: through a
 # request scope of the graph (GET /load/scoped/1: a scope opened, seeded, a scoped service made, the
-# scope closed) and hand-wired (GET /load/direct/1: the service made by hand). Both read one row of
-# SQLite. wrk drives concurrent keep-alive connections on loopback; the two routes alternate, round by
-# round (which goes first alternates too), against one server process. Reported: each route's median,
-# and the median of the rounds' own costs (1 - scoped/direct within a round), which a shared,
-# noisy machine's drift affects least; beside it, the server's CPU time (user + system, from /proc) per
-# request served, each route's and the rounds' differences.
+# scope closed), hand-wired (GET /load/direct/1: the service made by hand), and hand-wired through a
+# request scope written by hand (GET /load/handwritten/1: one object per request holding the seed, the
+# service made on first use under a lock; what any request scope costs, the floor for the graph's). All
+# read one row of SQLite. wrk drives concurrent keep-alive connections on loopback; the routes take
+# turns, round by round (the order rotates), against one server process. Reported: each route's median,
+# and the median of the rounds' own costs (1 - scoped/direct within a round, and the same for the
+# hand-written scope), which a shared, noisy machine's drift affects least; beside it, the server's CPU
+# time (user + system, from /proc) per request served, each route's and the rounds' differences.
 #
 #   Scripts/load-check.sh                        # release build, 12 rounds of 5 s per route
 #   ROUNDS=1 DURATION=1s CONFIGURATION=debug Scripts/load-check.sh   # a smoke run (CI)
@@ -83,42 +85,52 @@ measure() {
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 measure direct >/dev/null  # warm-up
-: >"$work/direct"
-: >"$work/scoped"
+routes=(direct scoped handwritten)
+for route in "${routes[@]}"; do : >"$work/$route"; done
 : >"$work/costs"
 : >"$work/cpu-costs"
+: >"$work/floor-costs"
+: >"$work/floor-cpu-costs"
 for round in $(seq 1 "$rounds"); do
-    order="direct scoped"
-    [ $((round % 2)) -eq 0 ] && order="scoped direct"
-    for route in $order; do
+    # The order rotates, so that no route always follows the same one.
+    shift_by=$(((round - 1) % ${#routes[@]}))
+    order=("${routes[@]:shift_by}" "${routes[@]:0:shift_by}")
+    for route in "${order[@]}"; do
         result="$(measure "$route")"
         echo "$result" >>"$work/$route"
-        printf 'round %s %-7s %10s requests/s   p99 %s ms   server CPU %s µs/request\n' "$round" "$route" $result
+        printf 'round %s %-11s %10s requests/s   p99 %s ms   server CPU %s µs/request\n' "$round" "$route" $result
     done
-    awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f1)" -v s="$(tail -1 "$work/scoped" | cut -d' ' -f1)" \
-        'BEGIN { print (1 - s / d) * 100 }' >>"$work/costs"
-    awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f3)" -v s="$(tail -1 "$work/scoped" | cut -d' ' -f3)" \
-        'BEGIN { print s - d }' >>"$work/cpu-costs"
+    # This round's cost of a route against the hand-wired one: throughput lost (%), and CPU added.
+    round_cost() { # route field
+        awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f"$2")" -v s="$(tail -1 "$work/$1" | cut -d' ' -f"$2")" \
+            -v field="$2" 'BEGIN { print (field == 1 ? (1 - s / d) * 100 : s - d) }'
+    }
+    round_cost scoped 1 >>"$work/costs"
+    round_cost scoped 3 >>"$work/cpu-costs"
+    round_cost handwritten 1 >>"$work/floor-costs"
+    round_cost handwritten 3 >>"$work/floor-cpu-costs"
 done
 
-direct_rps="$(cut -d' ' -f1 "$work/direct" | median)"
-scoped_rps="$(cut -d' ' -f1 "$work/scoped" | median)"
-direct_p99="$(cut -d' ' -f2 "$work/direct" | median)"
-scoped_p99="$(cut -d' ' -f2 "$work/scoped" | median)"
+# The median of a series and its range, with a unit: "6.0% (4.1% to 7.9%)".
+spread() { # file unit
+    printf "%.1f$2 (%.1f$2 to %.1f$2)" "$(median <"$1")" "$(sort -g "$1" | sed -n 1p)" "$(sort -g "$1" | tail -1)"
+}
+
 echo
 echo "median of $rounds rounds ($configuration, $connections connections, $duration each):"
-direct_cpu="$(cut -d' ' -f3 "$work/direct" | median)"
-scoped_cpu="$(cut -d' ' -f3 "$work/scoped" | median)"
-printf '  hand-wired      %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' \
-    "$direct_rps" "$direct_p99" "$direct_cpu"
-printf '  request scope   %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' \
-    "$scoped_rps" "$scoped_p99" "$scoped_cpu"
-printf '  the request scope costs %.1f%% of throughput (median of the rounds; %s%% to %s%%)\n' \
-    "$(median <"$work/costs")" "$(sort -g "$work/costs" | sed -n 1p | xargs printf '%.1f')" \
-    "$(sort -g "$work/costs" | tail -1 | xargs printf '%.1f')"
-printf '  and %.1f µs of server CPU per request (median of the rounds; %s to %s)\n' \
-    "$(median <"$work/cpu-costs")" "$(sort -g "$work/cpu-costs" | sed -n 1p | xargs printf '%.1f')" \
-    "$(sort -g "$work/cpu-costs" | tail -1 | xargs printf '%.1f')"
+for route in "${routes[@]}"; do
+    case $route in
+    direct) name="hand-wired" ;;
+    scoped) name="request scope" ;;
+    handwritten) name="hand-written scope" ;;
+    esac
+    printf '  %-19s %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' "$name" \
+        "$(cut -d' ' -f1 "$work/$route" | median)" "$(cut -d' ' -f2 "$work/$route" | median)" \
+        "$(cut -d' ' -f3 "$work/$route" | median)"
+done
+echo "  the request scope costs $(spread "$work/costs" %%) of throughput, $(spread "$work/cpu-costs" ' µs') of server CPU per request"
+echo "  a request scope written by hand costs $(spread "$work/floor-costs" %%) of throughput, $(spread "$work/floor-cpu-costs" ' µs') of CPU"
+echo "  (medians of the rounds' own figures, with their range)"
 
 kill -TERM "$server"
 wait "$server"

@@ -2,6 +2,7 @@ import GraphLifecycle
 import Hummingbird
 import Logging
 import ServiceGraph
+import Synchronization
 
 /// The server: builds the graph, makes the HTTP application on it, and runs both in a service group
 /// until a signal stops them.
@@ -31,7 +32,7 @@ public enum SignupServerApp {
     }
 
     /// The HTTP application over `graph`: the API in request scopes, the debug endpoints when enabled,
-    /// and the load check's pair of routes.
+    /// and the load check's three routes.
     public static func makeApplication(
         graph: ServiceGraph,
         configuration: AppConfiguration,
@@ -53,8 +54,8 @@ public enum SignupServerApp {
     }
 }
 
-/// Two routes that do the same work, for the load check: one through a request scope of the graph,
-/// one hand-wired.
+/// Three routes that do the same work, for the load check: one through a request scope of the graph,
+/// one hand-wired, and one hand-wired through a request scope written by hand.
 enum LoadCheckRoutes {
     static func add(to router: Router<AppRequestContext>, scopes: RequestScopes, graph: ServiceGraph) {
         router.get("/load/scoped/:id", in: scopes) { _, context, services -> Signup in
@@ -70,6 +71,41 @@ enum LoadCheckRoutes {
             let service = SignupService(repository: repository, logger: context.logger)
             guard let signup = try await service.find(id: id) else { throw HTTPError(.notFound) }
             return signup
+        }
+        // Hand-wired with a request scope written by hand: what any request scope costs this server,
+        // the floor for the graph's.
+        router.get("/load/handwritten/:id") { _, context -> Signup in
+            let id = try context.parameters.require("id", as: Int.self)
+            let scope = HandWrittenRequestScope(repository: repository, logger: context.logger)
+            guard let signup = try await scope.signupService().find(id: id) else { throw HTTPError(.notFound) }
+            return signup
+        }
+    }
+}
+
+/// A request scope written by hand, as a server without a graph would: one object per request holding
+/// its seed, its scoped service made on first use under a lock and released with the object. The load
+/// check's floor: what any request scope costs, before what a graph's does for it.
+final class HandWrittenRequestScope: Sendable {
+    private let repository: any SignupRepository
+    private let logger: Logger
+    private let service = Mutex<SignupService?>(nil)
+
+    /// Out of line, as a scope that escapes into a request's context is: inlined, the object would be
+    /// put on the stack.
+    @inline(never)
+    init(repository: any SignupRepository, logger: Logger) {
+        self.repository = repository
+        self.logger = logger
+    }
+
+    /// The request's service, made by the first call.
+    func signupService() -> SignupService {
+        service.withLock { service in
+            if let service { return service }
+            let made = SignupService(repository: repository, logger: logger)
+            service = made
+            return made
         }
     }
 }
