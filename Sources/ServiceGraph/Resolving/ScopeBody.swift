@@ -1238,10 +1238,28 @@ final class _ScopeBody: @unchecked Sendable {
             return false
         }
         // A close began meanwhile and did not see the child: it is dropped unused, and its end is waited for.
-        if isClosing { throw ServiceGraphError(closedProblem("a new scope")) }
+        // Its seeds stay the caller's, their hooks unrun, unless the graph's shutdown began closing it: then
+        // it is returned closed, as below.
+        if isClosing {
+            guard child._body.disownSeeds() else { return child }
+            throw ServiceGraphError(closedProblem("a new scope"))
+        }
         // A child the shutdown closed (see above) is returned closed, as the graph returns a scope its
         // shutdown closed while its opening was reported: its seeds were the scope's, and are released.
         return child
+    }
+
+    /// Gives the seeds this scope owns back to the caller unless its close has begun: their hooks are
+    /// given back unrun when the scope ends, as a caller's seeds' are. For a scope no one was given
+    /// (``makeScope(_:seeding:from:)`` refused it), which made nothing but its seeds. False when a close
+    /// (the graph's shutdown's) had begun: it runs them.
+    private func disownSeeds() -> Bool {
+        state.withLock { state in
+            guard !state.closing.hasStarted else { return false }
+            state.callerSeedClaims += state.owedHooks.map(\.hooks)
+            state.owedHooks = []
+            return true
+        }
     }
 
     /// The scope's kind.

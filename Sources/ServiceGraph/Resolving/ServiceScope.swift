@@ -103,10 +103,12 @@ public final class ServiceScope: Sendable {
     /// ```
     ///
     /// Opened while the graph shuts down, the new scope may come back closed, as a scope the graph opens
-    /// does (see ``ServiceGraph/makeScope()``); this one then has nothing of it left to close.
+    /// does (see ``ServiceGraph/makeScope()``), even if this one began closing meanwhile (the shutdown
+    /// released the seeds); this one then has nothing of it left to close.
     ///
     /// - Throws: As ``ServiceGraph/makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``, and
-    ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing.
+    ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing. When this throws, the
+    ///   seeds stay the caller's: no hook runs on them.
     public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
         try makeScope(kind, seeding: seeds)
     }
