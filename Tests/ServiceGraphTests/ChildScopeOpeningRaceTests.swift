@@ -11,6 +11,8 @@ extension ScopeKind {
     fileprivate static let corSession = ScopeKind("opening-race-session")
     fileprivate static let corRequest = ScopeKind("opening-race-request", inside: .corSession)
     fileprivate static let corJob = ScopeKind("opening-race-job")
+    fileprivate static let corTicketed = ScopeKind("opening-race-ticketed", inside: .corSession)
+    fileprivate static let corTicketedJob = ScopeKind("opening-race-ticketed-job")
 }
 
 private enum CORUserKey: ServiceKey { typealias Value = String }
@@ -20,6 +22,15 @@ private enum CORCartKey: ServiceKey { typealias Value = String }
 private enum CORCheckoutKey: ServiceKey { typealias Value = String }
 private enum CORJobWorkKey: ServiceKey { typealias Value = Int }
 private enum CORStallKey: ServiceKey { typealias Value = CORStall }
+private enum CORTicketKey: ServiceKey { typealias Value = CORTicket }
+private enum CORJobTicketKey: ServiceKey { typealias Value = CORTicket }
+
+/// A seed the caller hands to a scope as owned by it: logs its `willRemove`.
+private final class CORTicket: LifecycleHooks, Sendable {
+    let log = EventLog()
+    func didAdd() async throws { log.record("didAdd") }
+    func willRemove() async throws { log.record("willRemove") }
+}
 
 /// A scoped service whose `willRemove` waits for the test: a shutdown closing its scope stops there.
 private final class CORStall: LifecycleHooks, Sendable {
@@ -235,6 +246,15 @@ private func corBuilder(_ watcher: CORWatcher?, gate: Gate = Gate()) -> ServiceG
     return builder
 }
 
+/// ``corBuilder(_:gate:)`` with a kind inside sessions and a kind the graph opens, each seeded with a
+/// ``CORTicket``.
+private func corTicketBuilder(_ watcher: CORWatcher) -> ServiceGraph.Builder {
+    var builder = corBuilder(watcher)
+    builder.inScope(.corTicketed) { $0.seed(CORTicketKey.self) }
+    builder.inScope(.corTicketedJob) { $0.seed(CORJobTicketKey.self) }
+    return builder
+}
+
 /// Checks that `scope`, which the graph's shutdown closed, is closed to every use.
 private func corExpectClosed(_ scope: ServiceScope, sourceLocation: SourceLocation = #_sourceLocation) async {
     #expect(scope.isClosed, sourceLocation: sourceLocation)
@@ -373,6 +393,126 @@ struct ChildScopeOpeningRaceTests {
         }
         #expect(!watcher.timedOut)
         #expect(watcher.recorded == ["opened CORUserKey", "opened CORRequestKey", "dropped", "closed"])
+    }
+
+    /// As above, with a seed the child would own: the refused child runs no hook on it, gives its claim
+    /// back (another scope may own it at once), and the parent's close still waits for the child's end.
+    @Test func aParentClosedWhileItsChildsOpeningIsReportedLeavesTheChildsOwnedSeedToTheCaller() async throws {
+        let watcher = CORWatcher(holding: "CORTicketKey")
+        let graph = try await corTicketBuilder(watcher).build()
+        let ticket = CORTicket()
+        try await withDeadline(.seconds(60)) {
+            let session = try graph.makeScope(.corSession, seeding: ScopeSeed(CORUserKey.self, "ada"))
+            let opening = COROpening { () throws(ServiceGraphError) -> ServiceScope in
+                try session.makeScope(.corTicketed, seeding: ScopeSeed(CORTicketKey.self, ticket, ownedByScope: true))
+            }
+            try await corWait("the ticketed scope's opening report") { watcher.isHolding }
+            let close = Task { try await session.close() }
+            try await corWait("the session to start closing") { session.isClosed }
+            watcher.letTheReportGo()
+            guard case .failure(let error) = try await opening.result() else {
+                Issue.record("a scope opened from a closing one was returned")
+                return
+            }
+            #expect(error.codes == [.scopeClosed])
+            // Once the session has closed, the refused child has ended, and whatever it ran has run.
+            try await close.value
+            #expect(session._body.childCounts == (recorded: 0, unfinished: 0))
+            #expect(ticket.log.all.isEmpty, "a hook ran on a seed of a scope that was not made")
+            // The claim was given back: another scope may own the ticket, and ends it once.
+            let next = try graph.makeScope(.corSession, seeding: ScopeSeed(CORUserKey.self, "bob"))
+            let owner = try next.makeScope(
+                .corTicketed,
+                seeding: ScopeSeed(CORTicketKey.self, ticket, ownedByScope: true)
+            )
+            try await owner.close()
+            try await next.close()
+            #expect(ticket.log.all == ["willRemove"])
+            try await graph.shutdown()
+        }
+        #expect(!watcher.timedOut)
+        #expect(
+            watcher.recorded == [
+                "opened CORUserKey", "opened CORTicketKey", "dropped", "closed",
+                "opened CORUserKey", "opened CORTicketKey", "closed", "closed",
+            ]
+        )
+    }
+
+    /// A child with an owned seed that the graph's shutdown begins closing while its opening is reported,
+    /// its parent starting to close meanwhile too: the shutdown's close runs the seed's `willRemove`, so
+    /// the child is returned closed (as a scope the graph opens then is) rather than refused, which would
+    /// tell the caller the seed is still its own.
+    @Test(arguments: COROrder.allCases)
+    func aChildTheShutdownClosesWhileItsParentStartsClosingIsReturnedClosedWithItsSeedEnded(
+        order: COROrder
+    ) async throws {
+        let watcher = CORWatcher(holding: "CORTicketKey")
+        let graph = try await corTicketBuilder(watcher).build()
+        let ticket = CORTicket()
+        try await withDeadline(.seconds(60)) {
+            let session = try graph.makeScope(.corSession, seeding: ScopeSeed(CORUserKey.self, "ada"))
+            let executor = CORShutdownExecutor()
+            let opening = COROpening(order, executor) { () throws(ServiceGraphError) -> ServiceScope in
+                try session.makeScope(.corTicketed, seeding: ScopeSeed(CORTicketKey.self, ticket, ownedByScope: true))
+            }
+            try await corWait("the ticketed scope's opening report") { watcher.isHolding }
+            let shutdown = Task(executorPreference: executor) { try await graph.shutdown() }
+            try await corWait("the shutdown to wait for the ticketed scope") { executor.ranJobs >= 1 }
+            let close = Task { try await session.close() }
+            try await corWait("the session to start closing") { session.isClosed }
+            if order == .openingReturnsFirst { executor.hold() }
+            watcher.letTheReportGo()
+            let result = try await opening.result()
+            if order == .openingReturnsFirst { executor.runHeld() }
+            guard case .success(let ticketed) = result else {
+                Issue.record("the child was refused, but its seed was the scope's: \(result)")
+                try await close.value
+                try await shutdown.value
+                return
+            }
+            try await close.value
+            try await shutdown.value
+            await corExpectClosed(ticketed)
+            #expect(session._body.childCounts == (recorded: 0, unfinished: 0))
+        }
+        #expect(!watcher.timedOut)
+        #expect(ticket.log.all == ["willRemove"])
+        watcher.expectEachOpenedScopeEndedOnce()
+    }
+
+    /// The graph-level twin: a scope with an owned seed that the shutdown closes while its opening is
+    /// reported comes back closed, its seed ended once, as documented.
+    @Test(arguments: COROrder.allCases)
+    func aScopeWithAnOwnedSeedTheShutdownClosesWhileItsOpeningIsReportedIsReturnedClosed(
+        order: COROrder
+    ) async throws {
+        let watcher = CORWatcher(holding: "CORJobTicketKey")
+        let graph = try await corTicketBuilder(watcher).build()
+        let ticket = CORTicket()
+        try await withDeadline(.seconds(60)) {
+            let executor = CORShutdownExecutor()
+            let opening = COROpening(order, executor) { () throws(ServiceGraphError) -> ServiceScope in
+                try graph.makeScope(
+                    .corTicketedJob,
+                    seeding: ScopeSeed(CORJobTicketKey.self, ticket, ownedByScope: true)
+                )
+            }
+            try await corWait("the job scope's opening report") { watcher.isHolding }
+            let shutdown = Task(executorPreference: executor) { try await graph.shutdown() }
+            try await corWait("the shutdown to wait for the job scope") { executor.ranJobs >= 1 }
+            if order == .openingReturnsFirst { executor.hold() }
+            watcher.letTheReportGo()
+            let job = try await opening.result().get()
+            #expect(job.isClosed)
+            if order == .openingReturnsFirst { executor.runHeld() }
+            try await shutdown.value
+            let closed = await #expect(throws: ServiceGraphError.self) { try await job.close() }
+            #expect(closed?.codes == [.scopeClosed])
+        }
+        #expect(!watcher.timedOut)
+        #expect(ticket.log.all == ["willRemove"])
+        #expect(watcher.recorded == ["opened CORJobTicketKey", "closed"])
     }
 
     /// Child scopes opened from a session by several tasks while the graph shuts down, round after round,

@@ -5,6 +5,20 @@ import ServiceGraphTestSupport
 private enum Session: ServiceKey { typealias Value = HookedService }
 private enum Cart: ServiceKey { typealias Value = HookedService }
 private enum Checkout: ServiceKey { typealias Value = String }
+private enum Draining: ServiceKey { typealias Value = GatedRemoval }
+
+/// A scoped service whose `willRemove` waits for the test: a close of its scope stops there.
+private final class GatedRemoval: LifecycleHooks, Sendable {
+    private let log: EventLog
+    private let gate: Gate
+    init(log: EventLog, gate: Gate) { (self.log, self.gate) = (log, gate) }
+    func didAdd() async throws {}
+    func willRemove() async throws {
+        log.record("willRemove started")
+        await gate.wait()
+        log.record("willRemove ended")
+    }
+}
 
 @Suite("Scopes")
 struct ScopeTests {
@@ -80,6 +94,71 @@ struct ScopeTests {
         let closeError = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
         #expect(closeError?.codes == [.scopeClosed])
         try await graph.shutdown()
+    }
+
+    /// A close while another is still running throws scopeClosed at once, saying the scope is closing
+    /// (not closed: its hooks are still running), and leaves the first to finish; once it has, a close
+    /// says the scope is closed.
+    @Test func aSecondCloseWhileTheFirstRunsSaysTheScopeIsClosing() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(Draining.self, lifetime: .scoped) { GatedRemoval(log: log, gate: gate) }
+        let graph = try await builder.build()
+        try await withDeadline(.seconds(60)) {
+            let scope = try graph.makeScope()
+            _ = try await scope.resolve(Draining.self)
+            let first = Task { try await scope.close() }
+            try await log.waitFor("willRemove started")
+            let closing = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
+            #expect(closing?.codes == [.scopeClosed])
+            #expect(
+                closing?.description.contains("close() was called on a scope that is already closing") == true,
+                "\(String(describing: closing))"
+            )
+            // Refused without waiting for the first close, whose hook is still held.
+            #expect(log.all == ["willRemove started"])
+            await gate.open()
+            try await first.value
+            #expect(log.all == ["willRemove started", "willRemove ended"])
+            let closed = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
+            #expect(closed?.codes == [.scopeClosed])
+            #expect(
+                closed?.description.contains("close() was called on a scope that is already closed") == true,
+                "\(String(describing: closed))"
+            )
+            try await graph.shutdown()
+        }
+    }
+
+    /// The same while the graph's shutdown is closing the scope: closing, then closed once it is done.
+    @Test func aCloseWhileTheShutdownClosesTheScopeSaysItIsClosing() async throws {
+        let log = EventLog()
+        let gate = Gate()
+        var builder = ServiceGraph.Builder()
+        builder.provide(Draining.self, lifetime: .scoped) { GatedRemoval(log: log, gate: gate) }
+        let graph = try await builder.build()
+        try await withDeadline(.seconds(60)) {
+            let scope = try graph.makeScope()
+            _ = try await scope.resolve(Draining.self)
+            let shutdown = Task { try await graph.shutdown() }
+            try await log.waitFor("willRemove started")
+            let closing = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
+            #expect(closing?.codes == [.scopeClosed])
+            #expect(
+                closing?.description.contains("close() was called on a scope that is already closing") == true,
+                "\(String(describing: closing))"
+            )
+            #expect(log.all == ["willRemove started"])
+            await gate.open()
+            try await shutdown.value
+            let closed = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
+            #expect(
+                closed?.description.contains("close() was called on a scope that is already closed") == true,
+                "\(String(describing: closed))"
+            )
+        }
+        #expect(log.all == ["willRemove started", "willRemove ended"])
     }
 
     @Test func shutdownClosesOpenScopesBeforeReleasingSingletons() async throws {

@@ -1036,12 +1036,19 @@ final class _ScopeBody: @unchecked Sendable {
         // resolved in it: the close would wait for that, which waits for the close. Refused, the scope
         // left as it is.
         if let slot = _ResolutionTrail.slotMaking(in: self) { throw reentrantCloseError(making: slot) }
-        guard let problems = await closeOnce(waitingForAnother: false) else {
-            throw ServiceGraphError(
-                .init(.scopeClosed, key: "close()", message: "close() was called on a scope that is already closed")
-            )
+        switch await closeOnce(waitingForAnother: false) {
+        case .closed(let problems): if !problems.isEmpty { throw ServiceGraphError(problems) }
+        case .closedBefore: throw secondCloseError("closed")
+        case .closing: throw secondCloseError("closing")
         }
-        if !problems.isEmpty { throw ServiceGraphError(problems) }
+    }
+
+    /// The error for a close of a scope that is already `closed` or `closing` (out of line: the cold path).
+    @inline(never)
+    private func secondCloseError(_ state: String) -> ServiceGraphError {
+        ServiceGraphError(
+            .init(.scopeClosed, key: "close()", message: "close() was called on a scope that is already \(state)")
+        )
     }
 
     /// The error for a close asked while the current task makes the instance at `slot` of this scope
@@ -1064,7 +1071,8 @@ final class _ScopeBody: @unchecked Sendable {
     /// Closes the scope on behalf of the graph's shutdown: a scope being closed by someone else is
     /// waited for; its problems are reported by the one who closed it.
     nonisolated(nonsending) func closeForShutdown() async -> [ServiceGraphError.Problem] {
-        await closeOnce(waitingForAnother: true) ?? []
+        guard case .closed(let problems) = await closeOnce(waitingForAnother: true) else { return [] }
+        return problems
     }
 
     /// Closes the scope at once when nothing is in flight, no scope was opened from it and it owes no
@@ -1098,9 +1106,19 @@ final class _ScopeBody: @unchecked Sendable {
         return true
     }
 
-    /// Closes and releases, once. Nil when the scope was already closed, or being closed: then, if
-    /// `waitingForAnother`, only after that close finished.
-    private nonisolated(nonsending) func closeOnce(waitingForAnother: Bool) async -> [ServiceGraphError.Problem]? {
+    /// What ``closeOnce(waitingForAnother:)`` did.
+    private enum CloseOutcome {
+        /// Closed the scope, with these problems.
+        case closed([ServiceGraphError.Problem])
+        /// Another close had finished, or was running and has been waited for.
+        case closedBefore
+        /// Another close is running, not waited for.
+        case closing
+    }
+
+    /// Closes and releases, once. When another close came first and is still running, it is waited for
+    /// only if `waitingForAnother`.
+    private nonisolated(nonsending) func closeOnce(waitingForAnother: Bool) async -> CloseOutcome {
         enum Role {
             /// Close: the creations to wait for, the scopes opened from this one, and whether any of
             /// those has not finished.
@@ -1109,7 +1127,7 @@ final class _ScopeBody: @unchecked Sendable {
             /// taken already (the case of a request scope, in one turn of the lock).
             case closeNow((count: Int, owed: [StartedService]), callerSeedClaims: [InstanceHooks])
             case wait
-            case done
+            case done(CloseOutcome)
         }
         let role = state.withLock { state -> Role in
             switch state.closing.start() {
@@ -1127,8 +1145,8 @@ final class _ScopeBody: @unchecked Sendable {
                 let children = state.children.isEmpty ? [] : state.children.sorted { $0.key > $1.key }.map(\.value)
                 let creating = state.creating.all
                 return .close(creating, children, hasUnfinishedChildren: state.unfinishedChildren > 0)
-            case .running: return waitingForAnother ? .wait : .done
-            case .finished: return .done
+            case .running: return waitingForAnother ? .wait : .done(.closing)
+            case .finished: return .done(.closedBefore)
             }
         }
         var created: (count: Int, owed: [StartedService])
@@ -1137,11 +1155,11 @@ final class _ScopeBody: @unchecked Sendable {
         // Consumed: the role holds the list of hooks owed, whose references must be gone before the
         // instances are released (see below).
         switch consume role {
-        case .done:
-            return nil
+        case .done(let outcome):
+            return outcome
         case .wait:
             _ = await Teardown.outcome { waiter in state.withLock { $0.closing.outcome(orWait: waiter) } }
-            return nil
+            return .closedBefore
         case .closeNow(let taken, let claims):
             (created, callerSeedClaims) = (taken, claims)
         case .close(let pending, let children, let hasUnfinishedChildren):
@@ -1170,7 +1188,7 @@ final class _ScopeBody: @unchecked Sendable {
         // releases them oldest first).
         owed = []
         finishClosing(releasing: created.count, givingBack: callerSeedClaims, problems: problems)
-        return problems
+        return .closed(problems)
     }
 
     /// Gives back the caller's seeds' claims and releases the `count` instances created, newest first:
@@ -1238,10 +1256,28 @@ final class _ScopeBody: @unchecked Sendable {
             return false
         }
         // A close began meanwhile and did not see the child: it is dropped unused, and its end is waited for.
-        if isClosing { throw ServiceGraphError(closedProblem("a new scope")) }
+        // Its seeds stay the caller's, their hooks unrun, unless the graph's shutdown began closing it: then
+        // it is returned closed, as below.
+        if isClosing {
+            guard child._body.disownSeeds() else { return child }
+            throw ServiceGraphError(closedProblem("a new scope"))
+        }
         // A child the shutdown closed (see above) is returned closed, as the graph returns a scope its
         // shutdown closed while its opening was reported: its seeds were the scope's, and are released.
         return child
+    }
+
+    /// Gives the seeds this scope owns back to the caller unless its close has begun: their hooks are
+    /// given back unrun when the scope ends, as a caller's seeds' are. For a scope no one was given
+    /// (``makeScope(_:seeding:from:)`` refused it), which made nothing but its seeds. False when a close
+    /// (the graph's shutdown's) had begun: it runs them.
+    private func disownSeeds() -> Bool {
+        state.withLock { state in
+            guard !state.closing.hasStarted else { return false }
+            state.callerSeedClaims += state.owedHooks.map(\.hooks)
+            state.owedHooks = []
+            return true
+        }
     }
 
     /// The scope's kind.

@@ -58,8 +58,12 @@ public final class ServiceGraph: Sendable {
     deinit {
         let wasShutDown = state.withLock { $0.shutdown.hasStarted }
         if !wasShutDown {
-            parent?.childFinished(childID)
+            // Reported first, so that the parent's shutdown, which waits for this graph, comes after the
+            // report. The parent is told before this graph's core is let go (after this body; scopes and
+            // handles may hold it for longer anyway): no hook of this graph runs any more, and the parent
+            // is kept alive until then.
             reportDroppedWithoutShutdown()
+            parent?.childFinished(childID)
         }
     }
 

@@ -81,9 +81,12 @@ public final class ServiceScope: Sendable {
     /// without suspending.
     ///
     /// - Throws: ``ServiceGraphError/Code/scopeClosed`` when the scope was already closed (by this call or
-    ///   by the graph's shutdown); ``ServiceGraphError/Code/reentrantResolution``, the scope left open,
-    ///   when a factory or `didAdd` making one of this scope's instances (or a transient resolved in it)
-    ///   asks: the close would wait for it forever; otherwise every `willRemove` failure, together.
+    ///   by the graph's shutdown), or at once, saying "already closing", while another close or the
+    ///   shutdown is closing it: that one runs the hooks and reports their failures (waiting for it would
+    ///   never end when one of those hooks asks); ``ServiceGraphError/Code/reentrantResolution``, the
+    ///   scope left open, when a factory or `didAdd` making one of this scope's instances (or a transient
+    ///   resolved in it) asks: the close would wait for it forever; otherwise every `willRemove` failure,
+    ///   together.
     @inlinable
     nonisolated(nonsending) public func close() async throws(ServiceGraphError) {
         // Inlined into the caller: the usual close (nothing in flight, no hook owed) is a synchronous
@@ -103,10 +106,12 @@ public final class ServiceScope: Sendable {
     /// ```
     ///
     /// Opened while the graph shuts down, the new scope may come back closed, as a scope the graph opens
-    /// does (see ``ServiceGraph/makeScope()``); this one then has nothing of it left to close.
+    /// does (see ``ServiceGraph/makeScope()``), even if this one began closing meanwhile (the shutdown
+    /// released the seeds); this one then has nothing of it left to close.
     ///
     /// - Throws: As ``ServiceGraph/makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``, and
-    ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing.
+    ///   ``ServiceGraphError/Code/scopeClosed`` when this scope is closed or closing. When this throws, the
+    ///   seeds stay the caller's: no hook runs on them.
     public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
         try makeScope(kind, seeding: seeds)
     }
