@@ -12,6 +12,7 @@
 #
 #   Scripts/load-check.sh                        # release build, 12 rounds of 5 s per route
 #   ROUNDS=1 DURATION=1s CONFIGURATION=debug Scripts/load-check.sh   # a smoke run (CI)
+#   ROUTES="direct scoped" Scripts/load-check.sh  # some of the routes (direct, the baseline, first)
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -85,12 +86,10 @@ measure() {
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 measure direct >/dev/null  # warm-up
-routes=(direct scoped handwritten)
-for route in "${routes[@]}"; do : >"$work/$route"; done
-: >"$work/costs"
-: >"$work/cpu-costs"
-: >"$work/floor-costs"
-: >"$work/floor-cpu-costs"
+routes=(${ROUTES:-direct scoped handwritten})
+for route in "${routes[@]}"; do
+    for series in "" .cost .cpu-cost; do : >"$work/$route$series"; done
+done
 for round in $(seq 1 "$rounds"); do
     # The order rotates, so that no route always follows the same one.
     shift_by=$(((round - 1) % ${#routes[@]}))
@@ -100,37 +99,41 @@ for round in $(seq 1 "$rounds"); do
         echo "$result" >>"$work/$route"
         printf 'round %s %-11s %10s requests/s   p99 %s ms   server CPU %s µs/request\n' "$round" "$route" $result
     done
-    # This round's cost of a route against the hand-wired one: throughput lost (%), and CPU added.
-    round_cost() { # route field
-        awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f"$2")" -v s="$(tail -1 "$work/$1" | cut -d' ' -f"$2")" \
-            -v field="$2" 'BEGIN { print (field == 1 ? (1 - s / d) * 100 : s - d) }'
-    }
-    round_cost scoped 1 >>"$work/costs"
-    round_cost scoped 3 >>"$work/cpu-costs"
-    round_cost handwritten 1 >>"$work/floor-costs"
-    round_cost handwritten 3 >>"$work/floor-cpu-costs"
+    # This round's cost of each route against the hand-wired one: throughput lost (%), and CPU added.
+    for route in "${routes[@]}"; do
+        awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f1)" -v s="$(tail -1 "$work/$route" | cut -d' ' -f1)" \
+            'BEGIN { print (1 - s / d) * 100 }' >>"$work/$route.cost"
+        awk -v d="$(tail -1 "$work/direct" | cut -d' ' -f3)" -v s="$(tail -1 "$work/$route" | cut -d' ' -f3)" \
+            'BEGIN { print s - d }' >>"$work/$route.cpu-cost"
+    done
 done
 
 # The median of a series and its range, with a unit: "6.0% (4.1% to 7.9%)".
 spread() { # file unit
     printf "%.1f$2 (%.1f$2 to %.1f$2)" "$(median <"$1")" "$(sort -g "$1" | sed -n 1p)" "$(sort -g "$1" | tail -1)"
 }
+name() {
+    case $1 in
+    direct) echo "hand-wired" ;;
+    scoped) echo "request scope" ;;
+    handwritten) echo "hand-written scope" ;;
+    *) echo "$1" ;;
+    esac
+}
 
 echo
 echo "median of $rounds rounds ($configuration, $connections connections, $duration each):"
 for route in "${routes[@]}"; do
-    case $route in
-    direct) name="hand-wired" ;;
-    scoped) name="request scope" ;;
-    handwritten) name="hand-written scope" ;;
-    esac
-    printf '  %-19s %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' "$name" \
+    printf '  %-19s %10.0f requests/s   p99 %6.2f ms   server CPU %6.1f µs/request\n' "$(name "$route")" \
         "$(cut -d' ' -f1 "$work/$route" | median)" "$(cut -d' ' -f2 "$work/$route" | median)" \
         "$(cut -d' ' -f3 "$work/$route" | median)"
 done
-echo "  the request scope costs $(spread "$work/costs" %%) of throughput, $(spread "$work/cpu-costs" ' µs') of server CPU per request"
-echo "  a request scope written by hand costs $(spread "$work/floor-costs" %%) of throughput, $(spread "$work/floor-cpu-costs" ' µs') of CPU"
-echo "  (medians of the rounds' own figures, with their range)"
+echo "against the hand-wired route (medians of the rounds' own figures, and their range):"
+for route in "${routes[@]}"; do
+    [ "$route" = direct ] && continue
+    printf '  %-19s costs %s of throughput, %s of server CPU per request\n' "$(name "$route")" \
+        "$(spread "$work/$route.cost" %%)" "$(spread "$work/$route.cpu-cost" ' µs')"
+done
 
 kill -TERM "$server"
 wait "$server"
