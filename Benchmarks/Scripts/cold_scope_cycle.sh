@@ -3,7 +3,10 @@
 # fetches from memory and the allocations it makes (each costs a server more than the work around it),
 # per cycle, for the open + close of a seeded scope and for open + resolve + close
 # (Sources/ColdScopeCycle), and for the same request scope written by hand (`handwritten`: one object
-# holding the seeds, the service made under a `Mutex` on first use; the floor any request scope pays).
+# holding the seeds, the service made under a `Mutex` on first use; the floor any request scope pays),
+# and for `minimal` (``MinimalGraph``): the least a container's scope does beyond the hand-written one
+# (registered with its container under a lock, a handle, boxed seeds, a type-erased factory), the same
+# allocations as the graph's: the yardstick for the graph's cycle.
 # The `-phases` rows make the caches cold before each of open, resolve and close, as a server's request
 # does (a middleware opens the scope, the handler uses it, the middleware closes it, other code between):
 # code the phases share (the lock, reference counting, allocation) is then fetched once per phase.
@@ -62,7 +65,8 @@ read -r base_ir base_code base_data base_allocations < <(per_cycle none)
 read -r phases_ir phases_code phases_data phases_allocations < <(per_cycle none-phases)
 read -r route_ir route_code route_data route_allocations < <(per_cycle none-route)
 printf "%-18s %13s %11s %11s %12s\n" cycle instructions code-lines data-lines allocations
-for mode in openclose full handwritten full-phases handwritten-phases full-route handwritten-route; do
+for mode in openclose full handwritten minimal full-phases handwritten-phases minimal-phases full-route \
+    handwritten-route minimal-route; do
     read -r ir code data allocations < <(per_cycle "$mode")
     if [[ $mode == *-phases ]]; then
         b_ir=$phases_ir b_code=$phases_code b_data=$phases_data b_allocations=$phases_allocations

@@ -8,10 +8,11 @@ import ServiceGraph
 // between two requests evict the scope's code and data (a warm loop shows a tenth of it).
 //
 //   ColdScopeCycle MODE COUNT     MODE: none (the cache sweep alone), openclose, full, handwritten (the same
-//                                 request scope written by hand: the floor); none, full and handwritten
-//                                 with -phases: cold caches before each of open, resolve and close; with
-//                                 -route: before open and before close (a route's handler opens the scope
-//                                 and resolves at once, does its work, then closes)
+//                                 request scope written by hand: the floor), minimal (the least a
+//                                 container's scope does beyond it: ``MinimalGraph``); none, full,
+//                                 handwritten and minimal with -phases: cold caches before each of open,
+//                                 resolve and close; with -route: before open and before close (a route's
+//                                 handler opens the scope and resolves at once, does its work, then closes)
 
 /// Runs every job on the main thread: no thread is started (valgrind follows threads poorly here), and
 /// the resolves and closes run as a request handler's do, in the caller's task.
@@ -52,9 +53,11 @@ func runCycles() async throws {
     let phases = mode.hasSuffix("-phases")
     let route = mode.hasSuffix("-route")
     let shape = phases || route ? String(mode[..<mode.lastIndex(of: "-")!]) : mode
-    precondition(["none", "openclose", "full", "handwritten"].contains(shape), "no mode \(mode)")
+    precondition(["none", "openclose", "full", "handwritten", "minimal"].contains(shape), "no mode \(mode)")
     // Compared once: a comparison of strings in the loop would count as the cycle's.
     let (sweepOnly, byHand, resolves) = (shape == "none", shape == "handwritten", shape == "full")
+    let minimal = shape == "minimal"
+    let minimalGraph = MinimalGraph(repository: repository)
     enum Phase { case cycle, resolve, close }
     func coldCaches(before phase: Phase = .cycle) {
         switch phase {
@@ -81,6 +84,14 @@ func runCycles() async throws {
             checksum &+= scope.unsafelyUnwrapped.signupService().logger.label.utf8.count
             coldCaches(before: .close)
             scope = nil
+            continue
+        }
+        if minimal {
+            let scope = try minimalGraph.makeScope(requestID: ids[cycle & 1], logger: logger)
+            coldCaches(before: .resolve)
+            checksum &+= try scope.signupService().logger.label.utf8.count
+            coldCaches(before: .close)
+            scope.body.close()
             continue
         }
         let scope = try graph.makeScope(
