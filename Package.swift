@@ -12,11 +12,14 @@ let package = Package(
     targets: [
         .target(
             name: "ServiceGraph",
+            dependencies: ["ServiceGraphShims"],
             swiftSettings: [
                 // The core's invariant checks (`_internalInvariant`), in debug builds only.
                 .define("SERVICEGRAPH_INTERNAL_CHECKS", .when(configuration: .debug))
             ]
         ),
+        // The futex calls of the library's lock on Linux (C: `syscall` is variadic, which Swift does not import).
+        .target(name: "ServiceGraphShims"),
         .target(name: "ServiceGraphTesting", dependencies: ["ServiceGraph"]),
         .testTarget(
             name: "ServiceGraphTests",
