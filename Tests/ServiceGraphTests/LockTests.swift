@@ -20,20 +20,18 @@ struct LockTests {
     @Test func manyThreadsUpdatingUnderTheLockLoseNothing() {
         let pair = Locked(Pair())
         let (threads, rounds) = (8, 20_000)
-        runOnThreads(
-            Array(
-                repeating: {
-                    for _ in 0..<rounds {
-                        pair.withLock { pair in
-                            if pair.first != pair.second { pair.torn += 1 }
-                            pair.first += 1
-                            pair.second += 1
-                        }
-                    }
-                },
-                count: threads
-            )
-        )
+        let update: @Sendable () -> Void = {
+            for _ in 0..<rounds {
+                pair.withLock { pair in
+                    if pair.first != pair.second { pair.torn += 1 }
+                    pair.first += 1
+                    pair.second += 1
+                }
+            }
+        }
+        // Each read after the threads is made only once they have finished: a lock that never lets go
+        // would leave it waiting too.
+        guard runOnThreads(Array(repeating: update, count: threads)) else { return }
         let result = pair.withLock { $0 }
         #expect(result.first == threads * rounds)
         #expect(result.second == threads * rounds)
@@ -46,7 +44,7 @@ struct LockTests {
         let log = Locked([String]())
         let held = Atomic<Bool>(false)
         let waiterIsTrying = Atomic<Bool>(false)
-        runOnThreads([
+        let finished = runOnThreads([
             {
                 log.withLock { log in
                     held.store(true, ordering: .releasing)
@@ -62,6 +60,7 @@ struct LockTests {
                 log.withLock { log in log.append("waiter saw: \(log.joined(separator: ", "))") }
             },
         ])
+        guard finished else { return }
         #expect(log.withLock { $0 } == ["holder's write", "waiter saw: holder's write"])
     }
 
@@ -80,13 +79,14 @@ struct LockTests {
             while !held.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 0.001) }
             count.withLock { $0 += 1 }
         }
-        runOnThreads([holder] + Array(repeating: waiter, count: waiters))
+        guard runOnThreads([holder] + Array(repeating: waiter, count: waiters)) else { return }
         #expect(count.withLock { $0 } == waiters)
     }
 
     /// Runs each of `bodies` on a thread of its own and waits for them all; records an issue (a lock that
-    /// never lets a thread go) rather than hanging when they have not finished within a minute.
-    private func runOnThreads(_ bodies: [@Sendable () -> Void]) {
+    /// never lets a thread go) and returns false rather than hanging when they have not finished within a
+    /// minute.
+    private func runOnThreads(_ bodies: [@Sendable () -> Void]) -> Bool {
         let done = DispatchSemaphore(value: 0)
         for body in bodies {
             Thread {
@@ -97,8 +97,9 @@ struct LockTests {
         for _ in bodies {
             guard done.wait(timeout: .now() + 60) == .success else {
                 Issue.record("a thread did not finish within a minute: a waiter left asleep, or a lock never let go")
-                return
+                return false
             }
         }
+        return true
     }
 }

@@ -1,12 +1,13 @@
-#if canImport(Glibc) || canImport(Musl)
+#if os(Linux)
 internal import ServiceGraphShims
-import Synchronization
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
 #elseif canImport(Darwin)
 import Darwin
-import Synchronization
-#else
-import Synchronization
 #endif
+import Synchronization
 
 /// A value guarded by a lock, with `Mutex`'s `withLock` shape.
 ///
@@ -92,7 +93,7 @@ final class Locked<State>: @unchecked Sendable {
 /// lock's ordering through its atomics, where it does not see `Mutex`'s. Elsewhere a `pthread_mutex_t`,
 /// which the sanitizer understands.
 enum PlatformMutex {
-    #if canImport(Glibc) || canImport(Musl)
+    #if os(Linux)
     typealias Storage = Atomic<UInt32>
     /// The raw memory a ``Storage`` takes, for a buffer's element type.
     typealias Word = UInt32
@@ -151,11 +152,18 @@ enum PlatformMutex {
     }
 
     /// The word's address, for the kernel.
-    private static func address(of mutex: UnsafeMutablePointer<Storage>) -> UnsafeMutablePointer<UInt32> {
-        UnsafeMutableRawPointer(mutex).assumingMemoryBound(to: UInt32.self)
+    private static func address(of mutex: UnsafeMutablePointer<Storage>) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(mutex)
     }
     #else
     typealias Storage = pthread_mutex_t
+    /// The raw memory a ``Storage`` takes, for a buffer's element type.
+    typealias Word = pthread_mutex_t
+
+    /// The lock in the memory of a buffer's element `word`.
+    static func storage(at word: UnsafeMutablePointer<Word>) -> UnsafeMutablePointer<Storage> {
+        word
+    }
 
     /// Initializes the mutex at `mutex`, which must not move until ``destroy(_:)``.
     static func initialize(_ mutex: UnsafeMutablePointer<Storage>) {

@@ -13,13 +13,13 @@
 // request scope's open and close fetch no pthread code, with cold caches, and the thread sanitizer sees
 // the lock's ordering through those atomics.
 
-/// Sleeps while `*word == expected`, until woken (or spuriously); a process-private futex.
-static inline void servicegraph_futex_wait(uint32_t *word, uint32_t expected) {
+/// Sleeps while the 32-bit `*word == expected`, until woken (or spuriously); a process-private futex.
+static inline void servicegraph_futex_wait(void *word, uint32_t expected) {
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, (void *)0, (void *)0, 0);
 }
 
 /// Wakes one thread sleeping on `word`.
-static inline void servicegraph_futex_wake_one(uint32_t *word) {
+static inline void servicegraph_futex_wake_one(void *word) {
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, (void *)0, (void *)0, 0);
 }
 #endif
