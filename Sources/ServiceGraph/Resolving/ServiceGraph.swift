@@ -60,8 +60,9 @@ public final class ServiceGraph: Sendable {
         if !wasShutDown {
             // Reported first, so that the parent's shutdown, which waits for this graph, comes after the
             // report. The parent is told before this graph's core is let go (after this body; scopes and
-            // handles may hold it for longer anyway): no hook of this graph runs any more, and the parent
-            // is kept alive until then.
+            // handles may hold it for longer anyway). No hook of this graph is owed any more, but one may
+            // still be running: the `didAdd` of a singleton made on first use whose creation began before
+            // the drop (through a `Lazy` or `Provider` handle), which the parent's shutdown does not wait for.
             reportDroppedWithoutShutdown()
             parent?.childFinished(childID)
         }
