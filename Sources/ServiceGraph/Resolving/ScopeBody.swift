@@ -582,6 +582,13 @@ final class _ScopeBody: @unchecked Sendable {
         return outerBox(at: slot, ownedBy: owner)
     }
 
+    /// The instance at `slot` if this scope holds it, created (a seed always is), not retained: for a
+    /// dependency read in place by a factory this scope runs, whose resolve keeps it alive.
+    @usableFromInline
+    func _ownBox(at slot: Int) -> _GraphCore._PublishedBox? {
+        instances.box(at: slot)
+    }
+
     /// The scope that owns the scoped service or seed at `slot`: this one, or the enclosing scope of the
     /// service's kind (``ScopeKind``).
     ///

@@ -121,6 +121,12 @@ extension _GraphCore {
         @inlinable
         @inline(never)
         func dependencyValue<Value: Sendable>(at slot: Int, as type: Value.Type) throws -> Value {
+            // A seed of the scope making this call, in its cell from the start: a request-scoped service's
+            // usual dependency, read first (the lifetime and seed tables are more data fetched, cold). Not
+            // with prepared values, which hold the scoped instances this call awaited, in order (a created
+            // one is in its cell too, and must be taken from the list). Without them, nothing this call
+            // reads from the scope but a seed is created (``_GraphCore/readsDependenciesInPlace(of:in:)``).
+            if prepared == nil, let scope, let box = scope._ownBox(at: slot) { return box.value(as: Value.self) }
             guard depth < Self.recursionLimit else { return try deepValue(at: slot, as: Value.self) }
             // `next(_:)` has looked for a singleton already.
             return try madeSynchronously(at: slot, as: Value.self, depth: depth &+ 1)
