@@ -96,10 +96,11 @@ struct ScopeTests {
         try await graph.shutdown()
     }
 
-    /// A close while another is still running throws scopeClosed at once, saying the scope is closing
-    /// (not closed: its hooks are still running), and leaves the first to finish; once it has, a close
-    /// says the scope is closed.
-    @Test func aSecondCloseWhileTheFirstRunsSaysTheScopeIsClosing() async throws {
+    /// A close while another is still running (the caller's, or the graph's shutdown's) throws
+    /// scopeClosed at once, saying the scope is closing (not closed: its hooks are still running), and
+    /// leaves the first to finish; once it has, a close says the scope is closed.
+    @Test(arguments: ["close", "shutdown"])
+    func aSecondCloseWhileTheFirstRunsSaysTheScopeIsClosing(_ first: String) async throws {
         let log = EventLog()
         let gate = Gate()
         var builder = ServiceGraph.Builder()
@@ -108,7 +109,9 @@ struct ScopeTests {
         try await withDeadline(.seconds(60)) {
             let scope = try graph.makeScope()
             _ = try await scope.resolve(Draining.self)
-            let first = Task { try await scope.close() }
+            let running = Task {
+                if first == "close" { try await scope.close() } else { try await graph.shutdown() }
+            }
             try await log.waitFor("willRemove started")
             let closing = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
             #expect(closing?.codes == [.scopeClosed])
@@ -119,7 +122,7 @@ struct ScopeTests {
             // Refused without waiting for the first close, whose hook is still held.
             #expect(log.all == ["willRemove started"])
             await gate.open()
-            try await first.value
+            try await running.value
             #expect(log.all == ["willRemove started", "willRemove ended"])
             let closed = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
             #expect(closed?.codes == [.scopeClosed])
@@ -127,38 +130,8 @@ struct ScopeTests {
                 closed?.description.contains("close() was called on a scope that is already closed") == true,
                 "\(String(describing: closed))"
             )
-            try await graph.shutdown()
+            if first == "close" { try await graph.shutdown() }
         }
-    }
-
-    /// The same while the graph's shutdown is closing the scope: closing, then closed once it is done.
-    @Test func aCloseWhileTheShutdownClosesTheScopeSaysItIsClosing() async throws {
-        let log = EventLog()
-        let gate = Gate()
-        var builder = ServiceGraph.Builder()
-        builder.provide(Draining.self, lifetime: .scoped) { GatedRemoval(log: log, gate: gate) }
-        let graph = try await builder.build()
-        try await withDeadline(.seconds(60)) {
-            let scope = try graph.makeScope()
-            _ = try await scope.resolve(Draining.self)
-            let shutdown = Task { try await graph.shutdown() }
-            try await log.waitFor("willRemove started")
-            let closing = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
-            #expect(closing?.codes == [.scopeClosed])
-            #expect(
-                closing?.description.contains("close() was called on a scope that is already closing") == true,
-                "\(String(describing: closing))"
-            )
-            #expect(log.all == ["willRemove started"])
-            await gate.open()
-            try await shutdown.value
-            let closed = await #expect(throws: ServiceGraphError.self) { try await scope.close() }
-            #expect(
-                closed?.description.contains("close() was called on a scope that is already closed") == true,
-                "\(String(describing: closed))"
-            )
-        }
-        #expect(log.all == ["willRemove started", "willRemove ended"])
     }
 
     @Test func shutdownClosesOpenScopesBeforeReleasingSingletons() async throws {
