@@ -137,6 +137,33 @@ final class _ScopeBody: @unchecked Sendable {
         /// The graph the scope was opened from, held until the scope finishes, then let go (a weak
         /// reference would cost each scope a side table).
         var graph: ServiceGraph?
+        /// The scope's one close; a shutdown that finds the scope closing waits for it.
+        var closing = Teardown<[ServiceGraphError.Problem]>()
+        /// The rest of the state, nil while all of it is empty (see ``Extras``).
+        var extras: Extras?
+
+        /// The extras, made now if the scope has none: for a write.
+        mutating func extrasForWriting() -> Extras {
+            if let extras { return extras }
+            let made = Extras()
+            extras = made
+            return made
+        }
+
+        /// Takes the claims on the caller's seeds' hooks, leaving none.
+        func takeCallerSeedClaims() -> [InstanceHooks] {
+            guard let extras else { return [] }
+            defer { extras.callerSeedClaims = [] }
+            return extras.callerSeedClaims
+        }
+    }
+
+    /// The part of a scope's ``State`` that a request scope's usual cycle leaves empty (seeds and
+    /// services with no hooks, the services made in place, no scope opened from it, closed with no
+    /// resolve in flight): made on the first write, under the lock, and read and written under it only.
+    /// Apart, so that making a scope initializes, and its end destroys, only the fields that cycle uses,
+    /// and its close tests one reference for all the rest.
+    private final class Extras {
         /// The instances being made, by slot. A creation publishes its instance in
         /// ``_GraphCore/ScopeCells`` and leaves this list at once, so it holds no instance itself once
         /// done.
@@ -145,8 +172,6 @@ final class _ScopeBody: @unchecked Sendable {
         var nextCreationID: Creation.ID = 0
         /// The created instances whose `willRemove` the scope owes, in creation order.
         var owedHooks: [StartedService] = []
-        /// The scope's one close; a shutdown that finds the scope closing waits for it.
-        var closing = Teardown<[ServiceGraphError.Problem]>()
         /// The claims on the hooks of the seeds the caller owns: held while the scope is open, so that no
         /// scoped service that hands one out runs its hooks, and given back unrun.
         var callerSeedClaims: [InstanceHooks] = []
@@ -159,12 +184,15 @@ final class _ScopeBody: @unchecked Sendable {
         var childWaiters: [CheckedContinuation<Void, Never>] = []
         /// The close waiting for the resolves in flight to return (see ``ResolveGate``): one at most. An
         /// array rather than an optional: an optional of a type of the concurrency library (whose layout
-        /// is not known to this module) would make the state's layout, and the header's, known only at
-        /// run time.
+        /// is not known to this module) would make this object's layout known only at run time.
         var drainWaiters: [CheckedContinuation<Void, Never>] = []
 
+        /// Whether a close has nothing to wait for but the resolves in flight: no scope opened from this
+        /// one is recorded or unfinished, and no creation is in flight.
+        var waitsForNothing: Bool { children.isEmpty && unfinishedChildren == 0 && creating.isEmpty }
+
         /// Records that the calling resolve makes the instance at `slot`, which no one is making.
-        mutating func startInlineCreation(at slot: Int) -> Creation.ID {
+        func startInlineCreation(at slot: Int) -> Creation.ID {
             let id = nextCreationID
             nextCreationID &+= 1
             creating.append(.inline(id), at: slot)
@@ -203,7 +231,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// lock when `hooks` (the list of hooks owed is the state's).
     private func noteCreated(_ slot: Int, hooks: InstanceHooks?, in state: inout State) {
         instances.noteCreation(of: slot, at: creations.pointee.next())
-        if let hooks { state.owedHooks.append(StartedService(slot: slot, hooks: hooks)) }
+        if let hooks { state.extrasForWriting().owedHooks.append(StartedService(slot: slot, hooks: hooks)) }
     }
 
     /// Records the instance just made in place at `slot`, which has no hooks: no lock.
@@ -214,8 +242,9 @@ final class _ScopeBody: @unchecked Sendable {
     /// Takes the number of created instances (their slots stay in the cell table, and no creation writes
     /// there once the scope is closing and its resolves have returned) and the hooks owed, leaving none.
     private func takeCreated(_ state: inout State) -> (count: Int, owed: [StartedService]) {
-        defer { state.owedHooks = [] }
-        return (creations.pointee.take(), state.owedHooks)
+        guard let extras = state.extras else { return (creations.pointee.take(), []) }
+        defer { extras.owedHooks = [] }
+        return (creations.pointee.take(), extras.owedHooks)
     }
 
     /// The seeds of a new scope, one per seed of its kind.
@@ -299,7 +328,7 @@ final class _ScopeBody: @unchecked Sendable {
                 // A seed the scope owns gets its `willRemove` when the scope closes; a caller's seed none.
                 let owned = placed.isOwned
                 noteCreated(placed.slot, hooks: owned ? placed.claimedHooks : nil, in: &state)
-                if !owned, let hooks = placed.claimedHooks { state.callerSeedClaims.append(hooks) }
+                if !owned, let hooks = placed.claimedHooks { state.extrasForWriting().callerSeedClaims.append(hooks) }
             }
         }
     }
@@ -358,8 +387,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// ``handleDropped()``.
     private func releaseDropped() {
         let taken = state.withLock { state -> (scope: DroppedScope, graph: ServiceGraph?) in
-            for hooks in state.callerSeedClaims { self.core.hookClaims.giveBack(hooks) }
-            state.callerSeedClaims = []
+            for hooks in state.takeCallerSeedClaims() { self.core.hookClaims.giveBack(hooks) }
             let (count, owed) = takeCreated(&state)
             let boxes = (0..<count).compactMap { instances.take(instances.slot(createdAt: $0)) }
             return (DroppedScope(owed: owed, boxes: boxes), state.graph.take())
@@ -552,9 +580,10 @@ final class _ScopeBody: @unchecked Sendable {
     /// every resolve look up the continuation's type and size its stack frame.
     @inline(never)
     private func resumeDrainWaiter() {
-        let waiters = state.withLock { state in
-            defer { state.drainWaiters = [] }
-            return state.drainWaiters
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard let extras = state.extras else { return [] }
+            defer { extras.drainWaiters = [] }
+            return extras.drainWaiters
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -566,7 +595,7 @@ final class _ScopeBody: @unchecked Sendable {
             // finds the waiter or this finds the resolves gone.
             let isDrained = state.withLock { state in
                 if resolves.pointee.isDrained { return true }
-                state.drainWaiters.append(waiter)
+                state.extrasForWriting().drainWaiters.append(waiter)
                 return false
             }
             if isDrained { waiter.resume() }
@@ -700,7 +729,7 @@ final class _ScopeBody: @unchecked Sendable {
             case .created:
                 return .ready
             case .waited:
-                guard let creation = state.creating[slot] else {
+                guard let creation = state.extras?.creating[slot] else {
                     preconditionFailure("\(core.name(slot)) is being made with no creation listed")
                 }
                 return .wait(creation)
@@ -714,10 +743,10 @@ final class _ScopeBody: @unchecked Sendable {
                 // caller's cancellation but the `didAdd` hook, which runs in a task of its own
                 // (``add(_:at:claim:inline:)``).
                 if core.buffers.withFactory(at: slot, { $0.isSynchronous }) {
-                    return .create(state.startInlineCreation(at: slot))
+                    return .create(state.extrasForWriting().startInlineCreation(at: slot))
                 }
                 let task = UnretainingTask.start { try await self.create(slot) }
-                state.creating.append(.task(task), at: slot)
+                state.extrasForWriting().creating.append(.task(task), at: slot)
                 return .wait(.task(task))
             }
         }
@@ -728,7 +757,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// the cell is no longer claimed (the creation ended meanwhile). Under the lock.
     private func listClaimedCreation(at slot: Int, in state: inout State) -> Creation? {
         guard instances.markWaited(slot, from: .claimed) else { return nil }
-        return .inline(state.startInlineCreation(at: slot))
+        return .inline(state.extrasForWriting().startInlineCreation(at: slot))
     }
 
     /// Creates the instance at `slot` and runs its `didAdd`; on failure, forgets the attempt so a later
@@ -976,7 +1005,7 @@ final class _ScopeBody: @unchecked Sendable {
         let waiters = state.withLock { state in
             instances.publishMade(box, at: slot)
             if !noted { noteCreated(slot, hooks: hooks, in: &state) }
-            return state.creating.remove(slot)
+            return state.extras?.creating.remove(slot) ?? CreationList.Waiters()
         }
         waiters.resume(throwing: nil)
     }
@@ -988,7 +1017,7 @@ final class _ScopeBody: @unchecked Sendable {
         if instances.unclaim(slot) { return error }
         state.withLock { state in
             instances.unmark(slot)
-            return state.creating.remove(slot)
+            return state.extras?.creating.remove(slot) ?? CreationList.Waiters()
         }.resume(throwing: error)
         return error
     }
@@ -997,7 +1026,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// ``publish(_:at:hooks:noted:)`` or ``forgetCreation(at:failing:)``), and resumes those waiting.
     private func finishInlineCreation(_ id: Creation.ID, at slot: Int, throwing error: (any Error)?) {
         state.withLock { state -> CreationList.Waiters in
-            guard let waiters = state.creating.finish(id, at: slot) else { return CreationList.Waiters() }
+            guard let waiters = state.extras?.creating.finish(id, at: slot) else { return CreationList.Waiters() }
             // Ended with no instance: the next resolve makes one.
             instances.unmark(slot)
             return waiters
@@ -1015,7 +1044,9 @@ final class _ScopeBody: @unchecked Sendable {
         case .inline(let id):
             try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
                 // Ended meanwhile: the caller reads what it left (the instance, or none).
-                if !state.withLock({ $0.creating.addWaiter(waiter, to: id, at: slot) }) { waiter.resume() }
+                if !state.withLock({ $0.extras?.creating.addWaiter(waiter, to: id, at: slot) ?? false }) {
+                    waiter.resume()
+                }
             }
         }
     }
@@ -1027,7 +1058,7 @@ final class _ScopeBody: @unchecked Sendable {
     private nonisolated(nonsending) func waitForCreation(of holder: Int, heldFor slot: Int) async {
         guard holder != slot, !_ResolutionTrail.isMaking(holder, of: self) else { return }
         let creation = state.withLock { state -> Creation? in
-            if let creation = state.creating[holder] { return creation }
+            if let creation = state.extras?.creating[holder] { return creation }
             // Being made in place by a resolve no one waits for: wait for it in the list.
             guard instances.making(holder) == .claimed else { return nil }
             return listClaimedCreation(at: holder, in: &state)
@@ -1091,9 +1122,11 @@ final class _ScopeBody: @unchecked Sendable {
     func _closeIfIdle() -> Bool {
         let taken = state.withLock {
             state -> (count: Int, callerSeedClaims: [InstanceHooks], graph: ServiceGraph?)? in
+            // No extras: nothing owed, in flight or opened from this scope.
             guard
-                !state.closing.hasStarted, state.owedHooks.isEmpty, state.creating.isEmpty,
-                state.children.isEmpty, state.unfinishedChildren == 0, resolves.pointee.closeIfIdle()
+                !state.closing.hasStarted,
+                state.extras.map({ $0.owedHooks.isEmpty && $0.waitsForNothing }) ?? true,
+                resolves.pointee.closeIfIdle()
             else { return nil }
             // Started and finished in this one turn of the lock: no one can be waiting for it yet, and
             // with no hook to run there is nothing to wait for. The graph's shutdown waits for what the
@@ -1102,8 +1135,7 @@ final class _ScopeBody: @unchecked Sendable {
             _ = state.closing.start()
             _ = state.closing.finish(with: [])
             creations.pointee.refuse()
-            defer { state.callerSeedClaims = [] }
-            return (takeCreated(&state).count, state.callerSeedClaims, state.graph.take())
+            return (takeCreated(&state).count, state.takeCallerSeedClaims(), state.graph.take())
         }
         guard case let (count, callerSeedClaims, graph)? = consume taken else { return false }
         release(count, givingBack: callerSeedClaims)
@@ -1140,18 +1172,18 @@ final class _ScopeBody: @unchecked Sendable {
             switch state.closing.start() {
             case .run:
                 creations.pointee.refuse()
-                if state.children.isEmpty && state.unfinishedChildren == 0 && state.creating.isEmpty {
+                if state.extras?.waitsForNothing ?? true {
                     resolves.pointee.close()
                     if resolves.pointee.isDrained {
-                        defer { state.callerSeedClaims = [] }
-                        return .closeNow(takeCreated(&state), callerSeedClaims: state.callerSeedClaims)
+                        return .closeNow(takeCreated(&state), callerSeedClaims: state.takeCallerSeedClaims())
                     }
                 }
+                guard let extras = state.extras else { return .close([], [], hasUnfinishedChildren: false) }
                 // Weak references only: a scope loaded here and released under the lock could end,
                 // and its end takes this lock.
-                let children = state.children.isEmpty ? [] : state.children.sorted { $0.key > $1.key }.map(\.value)
-                let creating = state.creating.all
-                return .close(creating, children, hasUnfinishedChildren: state.unfinishedChildren > 0)
+                let children = extras.children.isEmpty ? [] : extras.children.sorted { $0.key > $1.key }.map(\.value)
+                let creating = extras.creating.all
+                return .close(creating, children, hasUnfinishedChildren: extras.unfinishedChildren > 0)
             case .running: return waitingForAnother ? .wait : .done(.closing)
             case .finished: return .done(.closedBefore)
             }
@@ -1183,8 +1215,7 @@ final class _ScopeBody: @unchecked Sendable {
                 _ = try? await wait(for: creation, at: slot)
             }
             (created, callerSeedClaims) = state.withLock { state in
-                defer { state.callerSeedClaims = [] }
-                return (takeCreated(&state), state.callerSeedClaims)
+                (takeCreated(&state), state.takeCallerSeedClaims())
             }
         }
         var owed = created.owed
@@ -1239,7 +1270,7 @@ final class _ScopeBody: @unchecked Sendable {
             guard !state.closing.hasStarted, let graph = state.graph else {
                 throw ServiceGraphError(closedProblem("a new scope"))
             }
-            state.unfinishedChildren += 1
+            state.extrasForWriting().unfinishedChildren += 1
             return graph
         }
         let child: ServiceScope
@@ -1256,10 +1287,11 @@ final class _ScopeBody: @unchecked Sendable {
             // or since, and that close may have ended and told this scope so already, which would leave an
             // entry made now for good. Its end is waited for through the count. The child's gate is read
             // (an atomic) rather than its lock taken under this one: it closes before any close ends.
+            let extras = state.extrasForWriting()
             if !child._body.resolves.pointee.isClosing {
-                state.children[child._body.id] = WeakReference(child)
+                extras.children[child._body.id] = WeakReference(child)
             }
-            _internalInvariant(state.children.count <= state.unfinishedChildren, "a finished child is recorded")
+            _internalInvariant(extras.children.count <= extras.unfinishedChildren, "a finished child is recorded")
             return false
         }
         // A close began meanwhile and did not see the child: it is dropped unused, and its end is waited for.
@@ -1281,8 +1313,11 @@ final class _ScopeBody: @unchecked Sendable {
     private func disownSeeds() -> Bool {
         state.withLock { state in
             guard !state.closing.hasStarted else { return false }
-            state.callerSeedClaims += state.owedHooks.map(\.hooks)
-            state.owedHooks = []
+            // No extras: no hook owed, nothing to give.
+            if let extras = state.extras {
+                extras.callerSeedClaims += extras.owedHooks.map(\.hooks)
+                extras.owedHooks = []
+            }
             return true
         }
     }
@@ -1359,12 +1394,14 @@ final class _ScopeBody: @unchecked Sendable {
     /// for one that failed to open).
     func childFinished(_ id: Int?) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            if let id { state.children[id] = nil }
-            state.unfinishedChildren -= 1
-            _internalInvariant(state.children.count <= state.unfinishedChildren, "a finished child is recorded")
-            guard state.unfinishedChildren == 0 else { return [] }
-            defer { state.childWaiters = [] }
-            return state.childWaiters
+            // Made when the child was counted (``makeScope(_:seeding:from:)``).
+            let extras = state.extrasForWriting()
+            if let id { extras.children[id] = nil }
+            extras.unfinishedChildren -= 1
+            _internalInvariant(extras.children.count <= extras.unfinishedChildren, "a finished child is recorded")
+            guard extras.unfinishedChildren == 0 else { return [] }
+            defer { extras.childWaiters = [] }
+            return extras.childWaiters
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -1374,8 +1411,8 @@ final class _ScopeBody: @unchecked Sendable {
     private nonisolated(nonsending) func waitForChildren() async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state in
-                if state.unfinishedChildren == 0 { return true }
-                state.childWaiters.append(waiter)
+                if (state.extras?.unfinishedChildren ?? 0) == 0 { return true }
+                state.extrasForWriting().childWaiters.append(waiter)
                 return false
             }
             if done { waiter.resume() }
@@ -1388,7 +1425,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// How many scopes opened from this one it records (to close them before itself), and how many
     /// have not finished: each one recorded has not. For the tests.
     var childCounts: (recorded: Int, unfinished: Int) {
-        state.withLock { ($0.children.count, $0.unfinishedChildren) }
+        state.withLock { ($0.extras?.children.count ?? 0, $0.extras?.unfinishedChildren ?? 0) }
     }
 
     private func closedProblem(_ name: String) -> ServiceGraphError.Problem {
