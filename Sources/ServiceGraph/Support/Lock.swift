@@ -117,20 +117,16 @@ enum PlatformMutex {
         mutex.deinitialize(count: 1)
     }
 
-    /// Runs `body` on `state`, holding the lock at `mutex`.
     @inline(__always)
-    static func withLock<State, Result, Failure: Error>(
-        _ mutex: UnsafeMutablePointer<Storage>,
-        _ state: UnsafeMutablePointer<State>,
-        _ body: (inout State) throws(Failure) -> Result
-    ) throws(Failure) -> Result {
+    private static func lock(_ mutex: UnsafeMutablePointer<Storage>) {
         if !mutex.pointee.compareExchange(expected: free, desired: held, ordering: .acquiring).exchanged {
             lockContended(mutex)
         }
-        defer {
-            if mutex.pointee.exchange(free, ordering: .releasing) == contended { wakeOne(mutex) }
-        }
-        return try body(&state.pointee)
+    }
+
+    @inline(__always)
+    private static func unlock(_ mutex: UnsafeMutablePointer<Storage>) {
+        if mutex.pointee.exchange(free, ordering: .releasing) == contended { wakeOne(mutex) }
     }
 
     /// Takes the lock another thread holds: spins a little (a holder lets go within a few hundred
@@ -176,16 +172,26 @@ enum PlatformMutex {
         mutex.deinitialize(count: 1)
     }
 
-    /// Runs `body` on `state`, holding the mutex at `mutex`.
+    @inline(__always)
+    private static func lock(_ mutex: UnsafeMutablePointer<Storage>) {
+        pthread_mutex_lock(mutex)
+    }
+
+    @inline(__always)
+    private static func unlock(_ mutex: UnsafeMutablePointer<Storage>) {
+        pthread_mutex_unlock(mutex)
+    }
+    #endif
+
+    /// Runs `body` on `state`, holding the lock at `mutex`.
     @inline(__always)
     static func withLock<State, Result, Failure: Error>(
         _ mutex: UnsafeMutablePointer<Storage>,
         _ state: UnsafeMutablePointer<State>,
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock(mutex)
+        defer { unlock(mutex) }
         return try body(&state.pointee)
     }
-    #endif
 }
