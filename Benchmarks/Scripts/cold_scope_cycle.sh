@@ -7,6 +7,7 @@
 # and for `minimal` (``MinimalGraph``): the least a container's scope does beyond the hand-written one
 # (registered with its container under a lock, a handle, boxed seeds, a type-erased factory), the same
 # allocations as the graph's: the yardstick for the graph's cycle.
+# Each scope is seeded as the example server's request scopes are: with one seed, the request's logger.
 # The `-phases` rows make the caches cold before each of open, resolve and close, as a server's request
 # does (a middleware opens the scope, the handler uses it, the middleware closes it, other code between):
 # code the phases share (the lock, reference counting, allocation) is then fetched once per phase.

@@ -38,8 +38,12 @@ let sweepBytes = 16 << 20
 
 func runCycles() async throws {
     let graph = try await makeRequestGraph()
-    let logger = RequestLogger(label: "request", handler: LogHandler())
-    let ids = ["request-0", "request-1"]
+    // The request's logger, the one seed of the server's request scopes (the request's id is in its
+    // label there): a new one each request, here one of two.
+    let handler = LogHandler()
+    let loggers = [
+        RequestLogger(label: "request-0", handler: handler), RequestLogger(label: "request-1", handler: handler),
+    ]
     let repository = graph[SignupRepositoryKey.self]
     let sweep = UnsafeMutablePointer<UInt8>.allocate(capacity: sweepBytes)
     sweep.initialize(repeating: 1, count: sweepBytes)
@@ -76,8 +80,7 @@ func runCycles() async throws {
         }
         if byHand {
             var scope: HandWrittenRequestScope? = HandWrittenRequestScope(
-                requestID: ids[cycle & 1],
-                logger: logger,
+                logger: loggers[cycle & 1],
                 repository: repository
             )
             coldCaches(before: .resolve)
@@ -87,18 +90,14 @@ func runCycles() async throws {
             continue
         }
         if minimal {
-            let scope = try minimalGraph.makeScope(requestID: ids[cycle & 1], logger: logger)
+            let scope = try minimalGraph.makeScope(logger: loggers[cycle & 1])
             coldCaches(before: .resolve)
             checksum &+= try scope.signupService().logger.label.utf8.count
             coldCaches(before: .close)
             scope.body.close()
             continue
         }
-        let scope = try graph.makeScope(
-            .request,
-            seeding: ScopeSeed(RequestIDKey.self, ids[cycle & 1]),
-            ScopeSeed(RequestLoggerKey.self, logger)
-        )
+        let scope = try graph.makeScope(.request, seeding: ScopeSeed(RequestLoggerKey.self, loggers[cycle & 1]))
         coldCaches(before: .resolve)
         if resolves {
             checksum &+= try await scope.resolve(SignupServiceKey.self).logger.label.utf8.count

@@ -1,10 +1,9 @@
 import Synchronization
 
 /// The same request scope written by hand, as a server without a graph would: one object per request
-/// holding its seeds, its scoped service made on first use under a lock and released with the object.
+/// holding its seed (the request's logger), its scoped service made on first use under a lock and released with the object.
 /// The floor for the graph's cycle in `Scripts/cold_scope_cycle.sh`: what any request scope pays.
 public final class HandWrittenRequestScope: Sendable {
-    public let requestID: String
     public let logger: RequestLogger
     private let repository: SignupRepository
     private let service = Mutex<SignupService?>(nil)
@@ -12,8 +11,7 @@ public final class HandWrittenRequestScope: Sendable {
     /// Out of line, as a server's scope escapes into its request's context: inlined into the cycle, the
     /// object would be put on the stack.
     @inline(never)
-    public init(requestID: String, logger: RequestLogger, repository: SignupRepository) {
-        self.requestID = requestID
+    public init(logger: RequestLogger, repository: SignupRepository) {
         self.logger = logger
         self.repository = repository
     }

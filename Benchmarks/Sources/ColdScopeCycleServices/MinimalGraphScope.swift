@@ -8,7 +8,7 @@ import Synchronization
 /// handle whose end closes it, the seeds are boxed (a container holds values of any type), the service
 /// is made by a type-erased factory from a table and published with a compare-and-exchange, a resolve
 /// is counted in flight, and the close releases the values newest first and unregisters the scope. The
-/// same five allocations as the graph's cycle. What it leaves out (kinds, hooks, asynchronous factories,
+/// same four allocations as the graph's cycle. What it leaves out (kinds, hooks, asynchronous factories,
 /// waiting creations, child scopes, events, errors with paths) is what the graph's cycle may add to it.
 public final class MinimalGraph: Sendable {
     struct State {
@@ -32,10 +32,10 @@ public final class MinimalGraph: Sendable {
         ]
     }
 
-    /// Opens a scope seeded with a request's id and logger.
+    /// Opens a scope seeded with a request's logger.
     @inline(never)
-    public func makeScope(requestID: String, logger: RequestLogger) throws -> MinimalScope {
-        let body = MinimalScopeBody(container: self, seeds: MinimalBox(logger), MinimalBox(requestID))
+    public func makeScope(logger: RequestLogger) throws -> MinimalScope {
+        let body = MinimalScopeBody(container: self, seed: MinimalBox(logger))
         try state.withLock { state in
             guard !state.isShutDown else { throw MinimalScopeClosed() }
             if let place = state.freePlaces.popLast() {
@@ -58,7 +58,7 @@ final class MinimalBox<Value: Sendable>: Sendable {
 
 struct MinimalScopeClosed: Error {}
 
-/// The scope: its cells (slot 0 the logger, 1 the service, 2 the request's id), registered with its
+/// The scope: its cells (slot 0 the logger, 1 the service), registered with its
 /// container while open.
 public final class MinimalScopeBody: @unchecked Sendable {
     let container: MinimalGraph
@@ -68,12 +68,10 @@ public final class MinimalScopeBody: @unchecked Sendable {
     private let isClosed = Atomic<Bool>(false)
     private let logger = Atomic<Unmanaged<AnyObject>?>(nil)
     private let service = Atomic<Unmanaged<AnyObject>?>(nil)
-    private let requestID = Atomic<Unmanaged<AnyObject>?>(nil)
 
-    init(container: MinimalGraph, seeds logger: AnyObject & Sendable, _ requestID: AnyObject & Sendable) {
+    init(container: MinimalGraph, seed logger: AnyObject & Sendable) {
         self.container = container
         self.logger.store(Unmanaged.passRetained(logger), ordering: .releasing)
-        self.requestID.store(Unmanaged.passRetained(requestID), ordering: .releasing)
     }
 
     func value(at slot: Int) -> AnyObject? {
@@ -103,7 +101,6 @@ public final class MinimalScopeBody: @unchecked Sendable {
     public func close() {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         service.exchange(nil, ordering: .acquiringAndReleasing)?.release()
-        requestID.exchange(nil, ordering: .acquiringAndReleasing)?.release()
         logger.exchange(nil, ordering: .acquiringAndReleasing)?.release()
         // Let go of outside the lock.
         let registered = container.state.withLock { state -> MinimalScopeBody? in

@@ -38,7 +38,6 @@ extension ScopeKind {
     public static let request = ScopeKind("request")
 }
 
-public enum RequestIDKey: ServiceKey { public typealias Value = String }
 public enum RequestLoggerKey: ServiceKey { public typealias Value = RequestLogger }
 public enum SignupRepositoryKey: ServiceKey { public typealias Value = SignupRepository }
 public enum SignupServiceKey: ServiceKey { public typealias Value = SignupService }
@@ -48,7 +47,6 @@ public func makeRequestGraph() async throws -> ServiceGraph {
     var builder = ServiceGraph.Builder()
     builder.provide(SignupRepositoryKey.self) { SignupRepository() }
     builder.inScope(.request) { request in
-        request.seed(RequestIDKey.self)
         request.seed(RequestLoggerKey.self)
         request.provide(
             SignupServiceKey.self,
