@@ -252,6 +252,8 @@ final class _ScopeBody: @unchecked Sendable {
         /// As given, when they are exactly the kind's seeds and none has hooks (see
         /// ``_GraphCore/seedsArePlainAndExact(_:kind:)``): written straight to their cells.
         case exact([ScopeSeed])
+        /// The kind's one seed, with no hooks, and its slot: written straight to its cell.
+        case one(ScopeSeed, at: Int)
         /// At their slots, with their hooks claimed (see ``_GraphCore/placedSeeds(_:kind:)``).
         case placed([_GraphCore.PlacedSeed])
     }
@@ -322,6 +324,9 @@ final class _ScopeBody: @unchecked Sendable {
                 instances.publish(seed.box, at: core.slot(of: seed, at: position, of: seedSlots).unsafelyUnwrapped)
             }
             for slot in seedSlots { noteCreated(slot, hooks: nil, in: &state) }
+        case .one(let seed, let slot):
+            instances.publish(seed.box, at: slot)
+            noteCreated(slot, hooks: nil, in: &state)
         case .placed(let seeds):
             for placed in seeds {
                 instances.publish(placed.seed.box, at: placed.slot)

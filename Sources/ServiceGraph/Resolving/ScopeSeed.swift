@@ -209,6 +209,15 @@ extension _GraphCore {
         return true
     }
 
+    /// The slot of `seed` when it is the one seed of the kind at `kind` and has no hooks to claim: as
+    /// ``seedsArePlainAndExact(_:kind:)`` for an array of one (nil sends it through
+    /// ``placedSeeds(_:kind:)``, which reports what is wrong, if anything).
+    func slotOfOnlySeed(_ seed: ScopeSeed, kind: UInt16) -> Int? {
+        let seedSlots = self.seedSlots(ofKind: kind)
+        guard seedSlots.count == 1, seed.hooks == nil, isKindSeed(seed, at: 0, of: seedSlots) else { return nil }
+        return seedSlots[0]
+    }
+
     /// Whether `seed` is for the kind's seed at `position` of `seedSlots`: seeds given in the order of
     /// their slots (as they are declared, usually) are placed without a lookup of their keys.
     @inline(__always)

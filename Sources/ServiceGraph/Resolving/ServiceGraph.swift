@@ -244,6 +244,13 @@ public final class ServiceGraph: Sendable {
         try openScope(kind: 0, parent: nil, seeds: seeds)
     }
 
+    /// Opens a child scope given the value of the graph's one seed; see
+    /// ``makeScope(seeding:)-(ScopeSeed...)``. The usual request scope's case, which opens without an
+    /// array of seeds to make and release (a server opens one per request).
+    public func makeScope(seeding seed: ScopeSeed) throws(ServiceGraphError) -> ServiceScope {
+        try openScope(kind: 0, parent: nil, seed: seed)
+    }
+
     /// Opens a scope of `kind`, a kind the graph opens (declared without a parent), given the values
     /// of that kind's seeds; see ``makeScope(seeding:)-(ScopeSeed...)`` and ``ScopeKind``.
     ///
@@ -256,6 +263,13 @@ public final class ServiceGraph: Sendable {
     ///   has no services of that kind.
     public func makeScope(_ kind: ScopeKind, seeding seeds: ScopeSeed...) throws(ServiceGraphError) -> ServiceScope {
         try makeScope(kind, seeding: seeds)
+    }
+
+    /// Opens a scope of `kind` given the value of its one seed; see
+    /// ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``. Opens without an array of seeds, as
+    /// ``makeScope(seeding:)-(ScopeSeed)`` does.
+    public func makeScope(_ kind: ScopeKind, seeding seed: ScopeSeed) throws(ServiceGraphError) -> ServiceScope {
+        try openScope(kind: _core.scopeKindIndex(opening: kind, inside: nil), parent: nil, seed: seed)
     }
 
     /// Opens a scope of `kind` given its seeds, as an array; see ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
@@ -273,6 +287,15 @@ public final class ServiceGraph: Sendable {
             return try openScope(kind: kind, parent: parent, placing: seeds)
         }
         return try openScope(kind: kind, parent: parent, seeding: .exact(seeds))
+    }
+
+    /// Opens a scope of the kind at `kind` given one seed, as ``openScope(kind:parent:seeds:)`` does with
+    /// an array of one.
+    func openScope(kind: UInt16, parent: ServiceScope?, seed: ScopeSeed) throws(ServiceGraphError) -> ServiceScope {
+        guard let slot = _core.slotOfOnlySeed(seed, kind: kind) else {
+            return try openScope(kind: kind, parent: parent, placing: [seed])
+        }
+        return try openScope(kind: kind, parent: parent, seeding: .one(seed, at: slot))
     }
 
     /// Opens a scope whose seeds are not exactly its kind's plain ones: they are placed and their hooks
