@@ -65,6 +65,13 @@ struct Teardown<Outcome: Sendable> {
         }
     }
 
+    /// Starts and finishes a cleanup that has not started, with nothing to report and no one waiting:
+    /// a scope's close with nothing to run, in one turn of its lock.
+    mutating func finishAtOnce() where Outcome == [ServiceGraphError.Problem] {
+        _internalInvariant(!hasStarted, "a cleanup finished at once had started")
+        phase = .finished([])
+    }
+
     /// Keeps the outcome of the run.
     ///
     /// - Returns: The callers waiting for it: resume them once out of the owner's lock.

@@ -808,11 +808,22 @@ final class _ScopeBody: @unchecked Sendable {
     /// ``madeInPlace(_:)``) and no one is making it: the first resolve of a request-scoped service.
     @usableFromInline
     func _makeInPlace(at slot: Int) throws -> _InPlace {
-        // Known when the graph was built for the usual request-scoped service; checked now otherwise (a
-        // dependency on a singleton made on first use, or on an outer scope's service, may be in place).
+        // The usual request-scoped service: made in place (known when the graph was built) and of this
+        // scope's own kind, made here in one call (a server runs it once per request, with cold caches).
+        guard core.makesInPlaceInScope(slot), core.scopeKindIndex(of: slot) == kind else {
+            return try makeInPlaceInOwner(slot)
+        }
+        _internalInvariant(core.readsDependenciesInPlace(of: slot, in: self), "\(core.name(slot)) is not made in place")
+        return try makeInPlaceIfFirst(slot)
+    }
+
+    /// ``_makeInPlace(at:)`` for a service of an outer kind of scope, made in the scope of that kind, or
+    /// one whose dependencies are checked now (a dependency on a singleton made on first use, or on an
+    /// outer scope's service, may be in place).
+    @inline(never)
+    private func makeInPlaceInOwner(_ slot: Int) throws -> _InPlace {
         guard core.makesInPlaceInScope(slot) else { return try makeInPlaceIfReadable(slot) }
-        // Usually a service of this scope's own kind, made here.
-        let owner = core.scopeKindIndex(of: slot) == kind ? self : try _owner(of: slot)
+        let owner = try _owner(of: slot)
         _internalInvariant(
             core.readsDependenciesInPlace(of: slot, in: owner),
             "\(core.name(slot)) is not made in place"
@@ -836,6 +847,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// The instance's cell is claimed with a compare-and-exchange, not under the scope's lock: a request
     /// scope's first resolve takes no lock. Those who come to wait for it meanwhile mark the cell, under
     /// the lock, and the instance is then published under it (see ``_GraphCore/ScopeCells``).
+    @inline(__always)
     private func makeInPlaceIfFirst(_ slot: Int) throws -> _InPlace {
         // Closing, or created or being made meanwhile: the asynchronous path reports or waits.
         guard !creations.pointee.areRefused, instances.claim(slot) else { return .elsewhere }
@@ -905,6 +917,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// Makes the instance at `slot` in place, as ``madeInPlace(_:)``, whose dependencies the caller found
     /// read in place. `created` is the factory's duration when a listener wants `serviceCreated` and the
     /// instance has a `didAdd` to run first (without one, it is reported here).
+    @inline(__always)
     private func makeInPlace(_ slot: Int) throws -> (box: _AnyBox, claim: ClaimedHooks, created: Duration?) {
         do {
             return try core.buffers.withFactory(at: slot) { factory in
@@ -1125,18 +1138,38 @@ final class _ScopeBody: @unchecked Sendable {
     /// anything, so that such a close allocates no asynchronous frame.
     @usableFromInline
     func _closeIfIdle() -> Bool {
+        // Nothing but the state's first fields in use (no extras: no hook owed, no caller's seed claimed,
+        // no scope opened from this one), the request scope's case, in the least code: the rest apart.
+        let taken = state.withLock { state -> (count: Int, graph: ServiceGraph?)? in
+            guard state.extras == nil, !state.closing.hasStarted, resolves.pointee.closeIfIdle() else { return nil }
+            // Started and finished in this one turn of the lock: no one can be waiting for it yet, and
+            // with no hook to run there is nothing to wait for. The graph's shutdown waits for what the
+            // scope releases below through its count of unfinished scopes (``tell(_:finished:at:)``), not
+            // through this close.
+            state.closing.finishAtOnce()
+            creations.pointee.refuse()
+            return (creations.pointee.take(), state.graph.take())
+        }
+        guard case let (count, graph)? = consume taken else { return closeIfIdleWithExtras() }
+        release(count)
+        Self.tell(consume graph, finished: id, at: place)
+        parent?.childFinished(id)
+        return true
+    }
+
+    /// ``_closeIfIdle()`` for a scope whose state has its extras: it closes at once when they hold nothing
+    /// to run or wait for (the claims on the caller's seeds are given back).
+    @inline(never)
+    private func closeIfIdleWithExtras() -> Bool {
         let taken = state.withLock {
             state -> (count: Int, callerSeedClaims: [InstanceHooks], graph: ServiceGraph?)? in
-            // No extras: nothing owed, in flight or opened from this scope.
+            // Nothing owed, in flight or opened from this scope.
             guard
                 !state.closing.hasStarted,
                 state.extras.map({ $0.owedHooks.isEmpty && $0.waitsForNothing }) ?? true,
                 resolves.pointee.closeIfIdle()
             else { return nil }
-            // Started and finished in this one turn of the lock: no one can be waiting for it yet, and
-            // with no hook to run there is nothing to wait for. The graph's shutdown waits for what the
-            // scope releases below through its count of unfinished scopes (``tell(_:finished:at:)``), not
-            // through this close.
+            // As in ``_closeIfIdle()``.
             _ = state.closing.start()
             _ = state.closing.finish(with: [])
             creations.pointee.refuse()
@@ -1238,6 +1271,11 @@ final class _ScopeBody: @unchecked Sendable {
     /// a close's, its hooks run.
     private func release(_ count: Int, givingBack callerSeedClaims: [InstanceHooks]) {
         for hooks in callerSeedClaims { core.hookClaims.giveBack(hooks) }
+        release(count)
+    }
+
+    /// Releases the `count` instances created, newest first: a close's, its hooks run.
+    private func release(_ count: Int) {
         if core.reportsScopeEvent(.scopeClosed) {
             core.events.send(ServiceGraphEvent(.scopeClosed))
         }
