@@ -443,18 +443,13 @@ struct OneSeedOpeningHostileTests {
         }
         #expect(transcript.contains("hooked circle borrowed: alias area 12.0, same object true"))
         #expect(isBefore("willRemove circle 2.0", "hooked circle owned: closed", in: transcript))
-        // A bug on both paths, not the one-seed path's: `ScopeSeed.init` takes a borrowed seed whose key's
-        // Value is an existential for a plain value (`type(of: value) == Key.Value.self` holds for a value
-        // typed `Key.Value`, the existential's own metatype), so it records no hooks and the scope claims
-        // none. Then a scoped service that hands the seed out runs `didAdd` and `willRemove` on the caller's
-        // instance, and another scope may own the instance while this one borrows it (no ownedSeedInUse).
-        // The same seed given with `ownedByScope: true`, or under a key whose Value is the class itself, is
-        // claimed. When this is fixed, the known issue stops being recorded: drop `withKnownIssue` then.
-        withKnownIssue("a borrowed existential seed of a hooked class is not claimed") {
-            #expect(count("didAdd circle 2.0", in: transcript) == 0, "\(transcript)")
-            #expect(count("willRemove circle 2.0", in: transcript) == 1, "\(transcript)")
-            #expect(transcript.contains { $0.hasPrefix("circle owned while borrowed: error [owned seed in use]") })
-        }
+        // A borrowed seed whose key's Value is an existential is cast for its hooks (its dynamic type's),
+        // and claimed: a scoped service that hands it out runs no hook on the caller's instance, and no
+        // other scope may own it while this one borrows it. (`ScopeSeed.init` once took it for a plain
+        // value: `type(of:)` of a value typed `Key.Value` is the existential's own metatype.)
+        #expect(count("didAdd circle 2.0", in: transcript) == 0, "\(transcript)")
+        #expect(count("willRemove circle 2.0", in: transcript) == 1, "\(transcript)")
+        #expect(transcript.contains { $0.hasPrefix("circle owned while borrowed: error [owned seed in use]") })
         #expect(transcript.contains("plain square owned: area 1.0"))
         // The owned square gets its willRemove (on the seed, as a value it owns).
         #expect(count("willRemove square 3.0", in: transcript) >= 1, "\(transcript)")
@@ -524,15 +519,13 @@ struct OneSeedOpeningHostileTests {
         #expect(transcript.contains("nil: unwrapped fallback"))
         #expect(count("willRemove owned", in: transcript) == 1, "\(transcript)")
         #expect(count("didAdd owned", in: transcript) == 0, "\(transcript)")
-        // "No hook runs on it in the scope, not even through a scoped service that hands it out." Both
-        // paths run `didAdd` and `willRemove` on the caller's instance through `UnwrappedKey`: the seed of
-        // an optional is taken for a plain value (see `anExistentialSeed...` for the cause).
-        withKnownIssue("a borrowed seed of an Optional (or existential) Value is not claimed: ScopeSeed.init") {
-            #expect(
-                count("didAdd borrowed", in: transcript) + count("willRemove borrowed", in: transcript) == 0,
-                "\(transcript)"
-            )
-        }
+        // "No hook runs on it in the scope, not even through a scoped service that hands it out": the seed
+        // of an optional is cast for its hooks, which looks inside it, and claimed (`ScopeSeed.init` once
+        // took it for a plain value, as `anExistentialSeed...` says).
+        #expect(
+            count("didAdd borrowed", in: transcript) + count("willRemove borrowed", in: transcript) == 0,
+            "\(transcript)"
+        )
     }
 
     // MARK: Seeds an override or a child graph replaced

@@ -33,8 +33,12 @@ public struct ScopeSeed: Sendable {
         // The caller's value of a plain value type needs no hooks: none run on it, and a copy cannot be
         // recognized to be claimed. Its cast, a conformance lookup, is left out then, and so is the
         // generic code: inlined where the seed is made, the test is a constant for a concrete type. A
-        // class, an existential (whose dynamic type differs) or a value the scope owns is cast.
-        if !ownedByScope && type(of: value) == Key.Value.self && !(Key.Value.self is AnyObject.Type) {
+        // class, an existential (whose dynamic type differs: read through `Any`, as `type(of:)` of a
+        // generic value gives the existential's own type), an optional (whose cast looks inside it) or a
+        // value the scope owns is cast.
+        if !ownedByScope && type(of: value as Any) == Key.Value.self && !(Key.Value.self is AnyObject.Type)
+            && !(Key.Value.self is any ExpressibleByNilLiteral.Type)
+        {
             self.init(_plainValueOf: key, in: _boxedPlainValue(value))
         } else {
             self = Self._castForHooks(key, value, ownedByScope: ownedByScope)
