@@ -32,17 +32,29 @@ public struct ScopeSeed: Sendable {
     public init<Key: ServiceKey>(_ key: Key.Type, _ value: Key.Value, ownedByScope: Bool = false) {
         // The caller's value of a plain value type needs no hooks: none run on it, and a copy cannot be
         // recognized to be claimed. Its cast, a conformance lookup, is left out then, and so is the
-        // generic code: inlined where the seed is made, the test is a constant for a concrete type. A
-        // class, an existential (whose dynamic type differs: read through `Any`, as `type(of:)` of a
-        // generic value gives the existential's own type), an optional (whose cast looks inside it) or a
-        // value the scope owns is cast.
-        if !ownedByScope && type(of: value as Any) == Key.Value.self && !(Key.Value.self is AnyObject.Type)
-            && !(Key.Value.self is any ExpressibleByNilLiteral.Type)
-        {
+        // generic code. A class, an existential (whose dynamic type varies), an optional (whose cast
+        // looks inside it) or a value the scope owns is cast.
+        if !ownedByScope && Self._isPlainValueType(Key.Value.self) {
             self.init(_plainValueOf: key, in: _boxedPlainValue(value))
         } else {
             self = Self._castForHooks(key, value, ownedByScope: ownedByScope)
         }
+    }
+
+    /// Whether `type` is a struct, or an enum other than `Optional`: a type whose values are all of
+    /// that very type and not references, so that a caller's value of it has no hooks to claim.
+    ///
+    /// Read from the type's metadata kind, the first word of a type's metadata in the Swift runtime's
+    /// ABI (`MetadataKind`: struct 0x200, enum 0x201; `Optional`, existentials, classes and the other
+    /// kinds differ), with no value to box and no conformance to look up: a server makes a seed per
+    /// request. `type(of:)` cannot tell an existential apart here, as it gives the existential's own
+    /// type for a value typed with a generic parameter, and `type(of: value as Any)` boxes a value wider
+    /// than three words.
+    @inlinable
+    @inline(__always)
+    static func _isPlainValueType(_ type: Any.Type) -> Bool {
+        let kind = unsafeBitCast(type, to: UnsafePointer<UInt>.self).pointee
+        return kind == 0x200 || kind == 0x201
     }
 
     /// The seed of a plain value, boxed: no hooks, not owned by the scope.
