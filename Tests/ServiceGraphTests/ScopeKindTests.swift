@@ -144,6 +144,28 @@ struct ScopeKindTests {
         try await graph.shutdown()
     }
 
+    @Test func aKindMadeAnewOpensAsTheValueTheGraphWasBuiltWith() async throws {
+        let graph = try await builder(log: EventLog()).build()
+        // Equal to `.session`, but not a copy of it: its names are in storage of their own.
+        let anew = ScopeKind(["ses", "sion"].joined())
+        let session = try graph.makeScope(anew, seeding: ScopeSeed(UserKey.self, User(name: "ada")))
+        #expect(session.scopeKind == .session)
+        #expect(try await session.resolve(CartKey.self).name == "Cart of ada")
+        let request = try session.makeScope(
+            ScopeKind("request", inside: anew),
+            seeding: ScopeSeed(RequestKey.self, Request(id: 7))
+        )
+        #expect(try await request.resolve(CheckoutKey.self).name == "Checkout #7 with Cart of ada")
+        // And a nested kind made anew is refused from the graph, as `.request` is.
+        let fromGraph = try #require(throws: ServiceGraphError.self) {
+            try graph.makeScope(ScopeKind("request", inside: anew), seeding: ScopeSeed(RequestKey.self, Request(id: 8)))
+        }
+        #expect(fromGraph.codes == [.wrongScopeKind])
+        try await request.close()
+        try await session.close()
+        try await graph.shutdown()
+    }
+
     @Test func eachKindTakesItsOwnSeedsAllAtOnce() async throws {
         let graph = try await builder(log: EventLog()).build()
         let wrong = try #require(throws: ServiceGraphError.self) {

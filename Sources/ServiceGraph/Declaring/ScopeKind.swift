@@ -54,6 +54,19 @@ public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
         self.names = names
     }
 
+    /// Whether this is the very value `other` is, or a copy of it: its names in the same storage (a
+    /// `static let` the builder was given too). No names compared: false says nothing.
+    @inline(__always)
+    func isCopy(of other: ScopeKind) -> Bool {
+        fingerprint == other.fingerprint
+            && names.withUnsafeBufferPointer { own in
+                other.names.withUnsafeBufferPointer { $0.baseAddress == own.baseAddress }
+            }
+    }
+
+    /// Whether scopes of this kind are opened from the graph: it is declared without a parent.
+    var isOpenedFromGraph: Bool { names.count == 1 }
+
     /// Whether this is `other`, as `==` says: when both are the same declaration's value (the usual
     /// case, a `static let` the builder was given too), without comparing the names' strings.
     func isSame(as other: ScopeKind) -> Bool {

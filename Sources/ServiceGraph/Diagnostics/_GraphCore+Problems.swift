@@ -245,6 +245,7 @@ extension _GraphCore {
     ///
     /// - Throws: ``ServiceGraphError/Code/wrongScopeKind`` when the graph has no services of `kind`, or
     ///   `kind` does not open there.
+    @inline(never)
     func scopeKindIndex(opening kind: ScopeKind, inside outer: UInt16?) throws(ServiceGraphError) -> UInt16 {
         // The usual case, a kind the graph has opened where it opens, in a plain loop: a server runs this
         // once per request, with cold caches. What is wrong is found out of line.
@@ -253,6 +254,19 @@ extension _GraphCore {
             break
         }
         throw scopeKindError(opening: kind, inside: outer)
+    }
+
+    /// The index of `kind` in ``scopeKinds``, for a scope of it opened from the graph: as
+    /// ``scopeKindIndex(opening:inside:)`` with no outer kind. Its usual case, a kind declared without a
+    /// parent and given as a copy of the value the graph was built with (a `static let`), is a short
+    /// loop inlined where the scope is opened, one comparison per kind: a server opens a scope per
+    /// request, with cold caches.
+    @inline(__always)
+    func scopeKindIndex(openingFromGraph kind: ScopeKind) throws(ServiceGraphError) -> UInt16 {
+        for index in scopeKinds.indices where kind.isOpenedFromGraph && scopeKinds[index].isCopy(of: kind) {
+            return UInt16(truncatingIfNeeded: index)
+        }
+        return try scopeKindIndex(opening: kind, inside: nil)
     }
 
     /// Why `kind` cannot be opened from a scope of the kind at `outer` (or from the graph when nil).

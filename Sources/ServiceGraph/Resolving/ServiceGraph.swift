@@ -269,12 +269,12 @@ public final class ServiceGraph: Sendable {
     /// ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``. Opens without an array of seeds, as
     /// ``makeScope(seeding:)-(ScopeSeed)`` does.
     public func makeScope(_ kind: ScopeKind, seeding seed: ScopeSeed) throws(ServiceGraphError) -> ServiceScope {
-        try openScope(kind: _core.scopeKindIndex(opening: kind, inside: nil), parent: nil, seed: seed)
+        try openScope(kind: _core.scopeKindIndex(openingFromGraph: kind), parent: nil, seed: seed)
     }
 
     /// Opens a scope of `kind` given its seeds, as an array; see ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
     public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
-        try openScope(kind: _core.scopeKindIndex(opening: kind, inside: nil), parent: nil, seeds: seeds)
+        try openScope(kind: _core.scopeKindIndex(openingFromGraph: kind), parent: nil, seeds: seeds)
     }
 
     /// Opens a scope of the kind at `kind` (an index in the core's ``_GraphCore/scopeKinds``), from
