@@ -40,6 +40,7 @@ final class OpenScopes {
     var nextPlace: Int { freeCount > 0 ? freePlaces[freeCount - 1] : used }
 
     /// Registers `scope` at ``nextPlace``.
+    @inline(__always)
     func insert(_ scope: _ScopeBody) {
         if freeCount > 0 {
             freeCount -= 1
@@ -56,6 +57,7 @@ final class OpenScopes {
     /// Unregisters the scope `id` at `place`, and returns it; nil when it is not there (it finished
     /// already). The caller lets it go once it no longer holds the graph's lock: a scope's end lets go of
     /// the scope it was opened from, whose end may take that lock.
+    @inline(__always)
     func remove(_ id: Int, at place: Int) -> _ScopeBody? {
         guard place >= 0, place < used, entries[place].id == id else { return nil }
         entries[place].id = -1

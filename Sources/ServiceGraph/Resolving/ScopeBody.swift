@@ -1424,6 +1424,7 @@ final class _ScopeBody: @unchecked Sendable {
     /// Tells `graph` that the scope `id` at `place` finished (closed, or dropped and done releasing), and
     /// lets the graph go before resuming the shutdown this may end: that shutdown cannot then return
     /// while this scope still keeps the graph alive.
+    @inline(__always)
     private static func tell(_ graph: consuming ServiceGraph?, finished id: Int, at place: Int) {
         var body: _ScopeBody?
         let waiters = graph?.scopeFinished(id, at: place, removing: &body)

@@ -68,6 +68,7 @@ extension _GraphCore {
 
         /// A table in the memory at `memory` (``memoryCount(for:)`` cells), which its owner keeps, with
         /// `layout`, and releases with ``deinitialize(_:count:)`` when it ends.
+        @inline(__always)
         static func initialize(at memory: UnsafeMutablePointer<Cell>, layout: ScopeLayout) -> ScopeCells {
             let count = layout.count
             for index in 0..<count { (memory + index).initialize(to: Atomic(nil)) }
