@@ -161,6 +161,16 @@ struct OneSeedOpeningTests {
     }
 
     @Test(arguments: OneSeedOpening.allCases)
+    func theDefaultKindNamedOpensWithItsOneSeed(_ opening: OneSeedOpening) async throws {
+        let graph = try await accountGraph()
+        let scope = try opening.open(graph, .default, ScopeSeed(Account.self, "ada"))
+        #expect(scope.scopeKind == .default)
+        #expect(try await scope.resolve(Greeting.self) == "hello ada #1 (7)")
+        try await scope.close()
+        try await graph.shutdown()
+    }
+
+    @Test(arguments: OneSeedOpening.allCases)
     func aScopeOpenedAfterShutdownIsRefusedAndTheSeedStaysTheCallers(_ opening: OneSeedOpening) async throws {
         let log = EventLog()
         var builder = ServiceGraph.Builder()

@@ -70,17 +70,13 @@ public struct ScopeKind: Hashable, Sendable, CustomStringConvertible {
     /// Whether this is `other`, as `==` says: when both are the same declaration's value (the usual
     /// case, a `static let` the builder was given too), without comparing the names' strings.
     func isSame(as other: ScopeKind) -> Bool {
-        guard fingerprint == other.fingerprint, names.count == other.names.count else { return false }
-        let sameStorage = names.withUnsafeBufferPointer { own in
-            other.names.withUnsafeBufferPointer { $0.baseAddress == own.baseAddress }
-        }
-        return sameStorage || names == other.names
+        isCopy(of: other) || (fingerprint == other.fingerprint && names == other.names)
     }
 
     /// Whether scopes of this kind are opened from scopes of `outer`, or from the graph when `outer` is
     /// nil: ``parent`` `== outer`, without making the parent (checked on every scope opened).
     func isOpened(from outer: ScopeKind?) -> Bool {
-        guard let outer else { return names.count == 1 }
+        guard let outer else { return isOpenedFromGraph }
         return names.count == outer.names.count + 1 && names.dropFirst().elementsEqual(outer.names)
     }
 

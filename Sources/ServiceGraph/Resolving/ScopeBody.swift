@@ -828,7 +828,7 @@ final class _ScopeBody: @unchecked Sendable {
             core.readsDependenciesInPlace(of: slot, in: owner),
             "\(core.name(slot)) is not made in place"
         )
-        return try owner.makeInPlaceIfFirst(slot)
+        return try owner.makeInPlaceIfFirstOutOfLine(slot)
     }
 
     @inline(never)
@@ -838,7 +838,14 @@ final class _ScopeBody: @unchecked Sendable {
         }
         let owner = try _owner(of: slot)
         guard core.readsDependenciesInPlace(of: slot, in: owner) else { return .elsewhere }
-        return try owner.makeInPlaceIfFirst(slot)
+        return try owner.makeInPlaceIfFirstOutOfLine(slot)
+    }
+
+    /// ``makeInPlaceIfFirst(_:)`` for the uncommon cases' callers, which share one copy of it (it is
+    /// inlined into ``_makeInPlace(at:)``, the usual case's).
+    @inline(never)
+    private func makeInPlaceIfFirstOutOfLine(_ slot: Int) throws -> _InPlace {
+        try makeInPlaceIfFirst(slot)
     }
 
     /// Makes the instance at `slot`, whose dependencies are read in place in this scope, if no one has
@@ -1139,9 +1146,15 @@ final class _ScopeBody: @unchecked Sendable {
     @usableFromInline
     func _closeIfIdle() -> Bool {
         // Nothing but the state's first fields in use (no extras: no hook owed, no caller's seed claimed,
-        // no scope opened from this one), the request scope's case, in the least code: the rest apart.
+        // no scope opened from this one), the request scope's case, in the least code: the rest apart. A
+        // scope closing, or with a resolve in flight, is left to `close()` at once.
+        var hasExtras = false
         let taken = state.withLock { state -> (count: Int, graph: ServiceGraph?)? in
-            guard state.extras == nil, !state.closing.hasStarted, resolves.pointee.closeIfIdle() else { return nil }
+            guard state.extras == nil else {
+                hasExtras = true
+                return nil
+            }
+            guard !state.closing.hasStarted, resolves.pointee.closeIfIdle() else { return nil }
             // Started and finished in this one turn of the lock: no one can be waiting for it yet, and
             // with no hook to run there is nothing to wait for. The graph's shutdown waits for what the
             // scope releases below through its count of unfinished scopes (``tell(_:finished:at:)``), not
@@ -1150,7 +1163,7 @@ final class _ScopeBody: @unchecked Sendable {
             creations.pointee.refuse()
             return (creations.pointee.take(), state.graph.take())
         }
-        guard case let (count, graph)? = consume taken else { return closeIfIdleWithExtras() }
+        guard case let (count, graph)? = consume taken else { return hasExtras && closeIfIdleWithExtras() }
         release(count)
         Self.tell(consume graph, finished: id, at: place)
         parent?.childFinished(id)

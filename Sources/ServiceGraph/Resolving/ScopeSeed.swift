@@ -41,8 +41,10 @@ public struct ScopeSeed: Sendable {
         }
     }
 
-    /// Whether `type` is a struct, or an enum other than `Optional`: a type whose values are all of
-    /// that very type and not references, so that a caller's value of it has no hooks to claim.
+    /// Whether `type` is a struct, or an enum other than `Optional`: a type whose values are all of that
+    /// very type and have no identity, so that a caller's value of it has no hooks to claim (a copy
+    /// cannot be recognized). Anything else (a class, an existential, an optional, a tuple, a function,
+    /// a metatype) is cast for its hooks.
     ///
     /// Read from the type's metadata kind, the first word of a type's metadata in the Swift runtime's
     /// ABI (`MetadataKind`: struct 0x200, enum 0x201; `Optional`, existentials, classes and the other
@@ -53,7 +55,7 @@ public struct ScopeSeed: Sendable {
     @inlinable
     @inline(__always)
     static func _isPlainValueType(_ type: Any.Type) -> Bool {
-        let kind = unsafeBitCast(type, to: UnsafePointer<UInt>.self).pointee
+        let kind = unsafeBitCast(type, to: UnsafeRawPointer.self).load(as: UInt.self)
         return kind == 0x200 || kind == 0x201
     }
 
