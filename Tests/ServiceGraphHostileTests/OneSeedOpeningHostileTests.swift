@@ -1070,17 +1070,14 @@ struct OneSeedOpeningHostileTests {
         #expect(transcript.contains("old scope still: cart 1 of c1"))
         #expect(count("willRemove c2", in: transcript) == 0)
         #expect(transcript.contains("live shut down"))
-        // On both paths, a scope of the next generation may own an instance that an open scope of the
-        // replaced one owns, and both end it. The docs promise one owner within "a graph, its child graphs
-        // and their scopes"; whether a LiveGraph's generations count as one graph is not said, but two
-        // `willRemove` calls on one instance is what the rule exists to prevent.
-        withKnownIssue("a LiveGraph's generations do not share seed ownership") {
-            #expect(
-                transcript.contains { $0.hasPrefix("generation 2 owns c1: error [owned seed in use]") },
-                "\(transcript)"
-            )
-            #expect(count("willRemove c1", in: transcript) == 1, "\(transcript)")
-        }
+        // One instance has one owner across a LiveGraph's generations, as within a graph: a scope of the
+        // next generation may not own an instance that an open scope of the replaced one owns (both would
+        // end it), on either path.
+        #expect(
+            transcript.contains { $0.hasPrefix("generation 2 owns c1: error [owned seed in use]") },
+            "\(transcript)"
+        )
+        #expect(count("willRemove c1", in: transcript) == 1, "\(transcript)")
     }
 
     // MARK: Many scopes in sequence

@@ -10,6 +10,8 @@ private enum LiveSignupKey: ServiceKey { typealias Value = HookedService }
 private enum LiveFeatureKey: ServiceKey { typealias Value = HookedService }
 private enum LiveExtraKey: ServiceKey { typealias Value = HookedService }
 private enum LiveReportKey: ServiceKey { typealias Value = String }
+private enum LiveConnectionKey: ServiceKey { typealias Value = HookedService }
+private enum LiveSessionKey: ServiceKey { typealias Value = HookedService }
 
 private enum LiveLazyReportKey: ServiceKey { typealias Value = HookedService }
 private enum LiveConsoleKey: ServiceKey { typealias Value = Lazy<LiveLazyReportKey> }
@@ -565,5 +567,41 @@ struct LiveGraphTests {
         let removedShared = try #require(log.index(of: "willRemove shared"))
         let removedConfig = try #require(log.index(of: "willRemove config1"))
         #expect(removedSignup < removedShared && removedShared < removedConfig)
+    }
+
+    @Test("one instance has one owner across generations: a seed an open scope of the replaced generation owns")
+    func aSeedOwnedByAScopeOfTheReplacedGenerationIsRefusedToTheNextUntilThatScopeCloses() async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.seed(LiveConnectionKey.self)
+        builder.provide(LiveExtraKey.self) { HookedService("extra1", log: log) }
+        // A scoped service handing the seed out: it must not run the seed's hooks in either generation.
+        builder.provide(LiveSessionKey.self, lifetime: .scoped, dependsOn: LiveConnectionKey.self) { $0 }
+        let live = try await LiveGraph(builder)
+        let connection = HookedService("connection", log: log)
+        let old = try live.current.makeScope(seeding: ScopeSeed(LiveConnectionKey.self, connection, ownedByScope: true))
+        #expect(try await old.resolve(LiveSessionKey.self) === connection)
+        try await live.update { $0.override(LiveExtraKey.self) { HookedService("extra2", log: log) } }
+        // Owned by the replaced generation's open scope: refused, as another open scope of one graph is.
+        let refused = try #require(throws: ServiceGraphError.self) {
+            try live.current.makeScope(seeding: ScopeSeed(LiveConnectionKey.self, connection, ownedByScope: true))
+        }
+        #expect(refused.codes == [.ownedSeedInUse])
+        // Borrowed by the next generation's scope meanwhile: its scoped service runs none of its hooks.
+        let borrower = try live.current.makeScope(seeding: ScopeSeed(LiveConnectionKey.self, connection))
+        #expect(try await borrower.resolve(LiveSessionKey.self) === connection)
+        try await borrower.close()
+        #expect(log.count(of: "didAdd connection") == 0)
+        #expect(log.count(of: "willRemove connection") == 0)
+        // Its owner closes: willRemove once; the instance is free to be owned by the next generation.
+        try await old.close()
+        #expect(log.count(of: "willRemove connection") == 1)
+        let owner = try live.current.makeScope(
+            seeding: ScopeSeed(LiveConnectionKey.self, connection, ownedByScope: true)
+        )
+        try await owner.close()
+        #expect(log.count(of: "willRemove connection") == 2)
+        #expect(log.count(of: "didAdd connection") == 0)
+        try await live.shutdown()
     }
 }

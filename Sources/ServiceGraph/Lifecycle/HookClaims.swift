@@ -54,22 +54,29 @@ final class HookClaims: Sendable {
         /// This graph runs the hooks from now on, for the slot that claimed them; the previous
         /// generation started the instance (its `didAdd` ran there).
         case takenOver
-        /// An ancestor already runs them.
+        /// An ancestor already runs them, or a generation of a ``LiveGraph`` before this one that has
+        /// not retired (its own services or scopes).
         case heldByAncestor
         /// This graph already runs them, for the service at `holder`.
         case held(by: Int)
     }
 
     /// Claims `hooks` for this graph, for the service at `slot`; a value's hooks are always claimed.
-    /// A singleton (`takingOver`) takes over the hooks of an instance the previous generation started.
+    /// A singleton (`takingOver`) takes over the hooks of an instance the previous generation started;
+    /// anything else (a scoped service, a seed a scope owns) finds such an instance held: a scope of the
+    /// previous generation may still run its hooks, and one instance has one owner across generations.
     func claim(_ hooks: InstanceHooks, for slot: Int, takingOver: Bool = false) -> Outcome {
         guard let identity = hooks.identity else { return .claimed }
         if isHeldByAncestor(identity) { return .heldByAncestor }
         // Locks are taken newer generation first, the previous one's inside: never the other way.
         return state.withLock { state in
             if let holder = state.claimed[identity] { return .held(by: holder < 0 ? ~holder : holder) }
+            guard takingOver else {
+                if Self.isHeld(identity, byGenerationsFrom: state.previous) { return .heldByAncestor }
+                state.claimed[identity] = slot
+                return .claimed
+            }
             state.claimed[identity] = slot
-            guard takingOver else { return .claimed }
             // Any generation not yet retired may have started it, not only the one just before.
             var older = state.previous
             while let claims = older {
@@ -102,12 +109,27 @@ final class HookClaims: Sendable {
         if isHeldByAncestor(identity) { return .heldByAncestor }
         return state.withLock { state in
             guard state.claimed[identity] != nil else {
+                // A previous generation's scope or service runs its hooks: nothing to hold here.
+                if Self.isHeld(identity, byGenerationsFrom: state.previous) { return .heldByAncestor }
                 state.claimed[identity] = slot
                 return .claimed
             }
             state.shares[identity, default: 0] += 1
             return .shared
         }
+    }
+
+    /// Whether `previous`, a generation before this one that has not retired, or one before it, runs the
+    /// hooks of the instance `identity` (or has begun its `willRemove`). Under the newer generation's
+    /// lock, the older ones' taken inside it, as ``claim(_:for:takingOver:)`` does.
+    private static func isHeld(_ identity: ObjectIdentifier, byGenerationsFrom previous: HookClaims?) -> Bool {
+        var older = previous
+        while let claims = older {
+            let (isHeld, next) = claims.state.withLock { ($0.claimed[identity] != nil, $0.previous) }
+            if isHeld { return true }
+            older = next
+        }
+        return false
     }
 
     /// Whether an ancestor graph runs the hooks of the instance `identity`.
