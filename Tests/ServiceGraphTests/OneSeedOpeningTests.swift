@@ -16,6 +16,7 @@ private enum Stranger: ServiceKey { typealias Value = String }
 extension ScopeKind {
     fileprivate static let oneSeedRequest = ScopeKind("one-seed request")
     fileprivate static let oneSeedSession = ScopeKind("one-seed session")
+    fileprivate static let oneSeedNestedRequest = ScopeKind("one-seed nested request", inside: .oneSeedSession)
 }
 
 /// How a scope is opened: through the one-seed overload, or with an array of one (the reference).
@@ -39,6 +40,18 @@ enum OneSeedOpening: String, CaseIterable, CustomTestStringConvertible {
         switch self {
         case .oneSeed: try graph.makeScope(kind, seeding: seed)
         case .arrayOfOne: try graph.makeScope(kind, seeding: [seed])
+        }
+    }
+
+    /// A scope of `kind` opened inside `scope`.
+    fileprivate func open(
+        _ scope: ServiceScope,
+        _ kind: ScopeKind,
+        _ seed: ScopeSeed
+    ) throws(ServiceGraphError) -> ServiceScope {
+        switch self {
+        case .oneSeed: try scope.makeScope(kind, seeding: seed)
+        case .arrayOfOne: try scope.makeScope(kind, seeding: [seed])
         }
     }
 }
@@ -157,6 +170,52 @@ struct OneSeedOpeningTests {
             try opening.open(graph, ScopeKind("nowhere"), ScopeSeed(Account.self, "ada"))
         }
         #expect(unknown.problems.map(\.code) == [.wrongScopeKind])
+        try await graph.shutdown()
+    }
+
+    @Test(arguments: OneSeedOpening.allCases)
+    func aNestedKindsOneSeedOpensItsScopeInsideItsParentsAndIsCheckedAsTheArraysIs(
+        _ opening: OneSeedOpening
+    ) async throws {
+        let log = EventLog()
+        var builder = ServiceGraph.Builder()
+        builder.inScope(.oneSeedSession) { session in
+            session.seed(SessionToken.self)
+        }
+        builder.inScope(.oneSeedNestedRequest) { request in
+            request.seed(Owned.self)
+            request.provide(Greeting.self, lifetime: .scoped, dependsOn: SessionToken.self, Owned.self) {
+                "\($1.name) in \($0)"
+            }
+        }
+        builder.declareEntryPoints(Greeting.self)
+        let graph = try await builder.build()
+        let session = try opening.open(graph, .oneSeedSession, ScopeSeed(SessionToken.self, "t-1"))
+        let owned = HookedService("owned", log: log)
+        let request = try opening.open(session, .oneSeedNestedRequest, ScopeSeed(Owned.self, owned, ownedByScope: true))
+        #expect(try await request.resolve(Greeting.self) == "owned in t-1")
+        // The same instance owned by a second request while the first owns it: refused, on either path.
+        let twice = try #require(throws: ServiceGraphError.self) {
+            try opening.open(session, .oneSeedNestedRequest, ScopeSeed(Owned.self, owned, ownedByScope: true))
+        }
+        #expect(twice.codes == [.ownedSeedInUse])
+        // A wrong key, and a kind that does not open inside this one.
+        let wrong = try #require(throws: ServiceGraphError.self) {
+            try opening.open(session, .oneSeedNestedRequest, ScopeSeed(Stranger.self, "x"))
+        }
+        #expect(Set(wrong.codes) == [.missingSeed, .unexpectedSeed])
+        let outside = try #require(throws: ServiceGraphError.self) {
+            try opening.open(session, .oneSeedSession, ScopeSeed(SessionToken.self, "t-2"))
+        }
+        #expect(outside.codes == [.wrongScopeKind])
+        // The session's close closes its open request first, which ends its owned seed.
+        try await session.close()
+        #expect(request.isClosed)
+        #expect(log.all == ["init owned", "willRemove owned"])
+        let late = try #require(throws: ServiceGraphError.self) {
+            try opening.open(session, .oneSeedNestedRequest, ScopeSeed(Owned.self, HookedService("late", log: log)))
+        }
+        #expect(late.codes == [.scopeClosed])
         try await graph.shutdown()
     }
 

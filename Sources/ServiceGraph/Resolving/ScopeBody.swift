@@ -1318,6 +1318,30 @@ final class _ScopeBody: @unchecked Sendable {
         seeding seeds: [ScopeSeed],
         from handle: ServiceScope
     ) throws(ServiceGraphError) -> ServiceScope {
+        try makeScope(kind, from: handle) { graph, index throws(ServiceGraphError) in
+            try graph.openScope(kind: index, parent: handle, seeds: seeds)
+        }
+    }
+
+    /// Opens a scope of `kind` inside this one given its one seed, whose handle is `handle`; see
+    /// ``ServiceScope/makeScope(_:seeding:)-(ScopeKind,ScopeSeed)``.
+    func makeScope(
+        _ kind: ScopeKind,
+        seeding seed: ScopeSeed,
+        from handle: ServiceScope
+    ) throws(ServiceGraphError) -> ServiceScope {
+        try makeScope(kind, from: handle) { graph, index throws(ServiceGraphError) in
+            try graph.openScope(kind: index, parent: handle, seed: seed)
+        }
+    }
+
+    /// Opens a scope of `kind` inside this one with `open`, given the graph and the kind's index, and
+    /// records it to be closed before this one.
+    private func makeScope(
+        _ kind: ScopeKind,
+        from handle: ServiceScope,
+        opening open: (ServiceGraph, UInt16) throws(ServiceGraphError) -> ServiceScope
+    ) throws(ServiceGraphError) -> ServiceScope {
         let index = try core.scopeKindIndex(opening: kind, inside: self.kind)
         // Reserved under this scope's lock, so that a close that starts from now on waits for the child;
         // opened outside it (opening runs the keys' and the event handler's code).
@@ -1331,7 +1355,7 @@ final class _ScopeBody: @unchecked Sendable {
         }
         let child: ServiceScope
         do {
-            child = try graph.openScope(kind: index, parent: handle, seeds: seeds)
+            child = try open(graph, index)
         } catch {
             childFinished(nil)
             throw error

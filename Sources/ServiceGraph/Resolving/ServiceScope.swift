@@ -116,6 +116,12 @@ public final class ServiceScope: Sendable {
         try makeScope(kind, seeding: seeds)
     }
 
+    /// Opens a scope of `kind` inside this one given the value of its one seed, without an array of seeds;
+    /// see ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
+    public func makeScope(_ kind: ScopeKind, seeding seed: ScopeSeed) throws(ServiceGraphError) -> ServiceScope {
+        try _body.makeScope(kind, seeding: seed, from: self)
+    }
+
     /// Opens a scope of `kind` inside this one given its seeds, as an array; see
     /// ``makeScope(_:seeding:)-(ScopeKind,ScopeSeed...)``.
     public func makeScope(_ kind: ScopeKind, seeding seeds: [ScopeSeed]) throws(ServiceGraphError) -> ServiceScope {
