@@ -253,6 +253,38 @@ private func bothWays(
     return reference
 }
 
+/// The transcript of a scenario run with both of its scopes opened by an array of one (the reference),
+/// once every other pair of openings' transcript (keyed "first+second") is checked to match it.
+private func agreeingReference(
+    _ transcripts: [String: [String]],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> [String] {
+    let reference = try #require(transcripts["arrayOfOne+arrayOfOne"], sourceLocation: sourceLocation)
+    for (openings, transcript) in transcripts {
+        #expect(
+            transcript == reference,
+            "\(openings) \(firstDifference(transcript, reference))\n\(transcript)\n\(reference)",
+            sourceLocation: sourceLocation
+        )
+    }
+    return reference
+}
+
+/// The default kind's seed `ConnKey` with a scoped cart made from it, and the `osPlain` kind's plain seed
+/// `TrackedKey` with a scoped child: one scope whose seed has hooks, one whose seed has none.
+private func addCartAndPlainKind(to builder: inout ServiceGraph.Builder, log: EventLog) {
+    builder.seed(ConnKey.self)
+    builder.provide(CartKey.self, lifetime: .scoped, dependsOn: ConnKey.self) {
+        HookedService("cart of \($0.name)", log: log)
+    }
+    builder.inScope(.osPlain) { plain in
+        plain.seed(TrackedKey.self)
+        plain.provide(TrackedChildKey.self, lifetime: .scoped, dependsOn: TrackedKey.self) {
+            Tracked("child of \($0.name)", log: log)
+        }
+    }
+}
+
 /// How many times `entry` is in `transcript`.
 private func count(_ entry: String, in transcript: [String]) -> Int {
     transcript.filter { $0 == entry }.count
@@ -783,13 +815,7 @@ struct OneSeedOpeningHostileTests {
                 transcripts["\(first)+\(second)"] = log.all
             }
         }
-        let reference = try #require(transcripts["arrayOfOne+arrayOfOne"])
-        for (openings, transcript) in transcripts {
-            #expect(
-                transcript == reference,
-                "\(openings) \(firstDifference(transcript, reference))\n\(transcript)\n\(reference)"
-            )
-        }
+        let reference = try agreeingReference(transcripts)
         #expect(reference.contains("again: closed"), "\(reference)")
         #expect(count("didAdd c", in: reference) == 0)
         // Ended once by the first scope if it owned it (the second, refused or borrowing, never), and once
@@ -868,16 +894,7 @@ struct OneSeedOpeningHostileTests {
             let registry = WeakRegistry()
             var builder = ServiceGraph.Builder()
             recordingEvents(&builder, into: log)
-            builder.seed(ConnKey.self)
-            builder.provide(CartKey.self, lifetime: .scoped, dependsOn: ConnKey.self) {
-                HookedService("cart of \($0.name)", log: log)
-            }
-            builder.inScope(.osPlain) { plain in
-                plain.seed(TrackedKey.self)
-                plain.provide(TrackedChildKey.self, lifetime: .scoped, dependsOn: TrackedKey.self) {
-                    Tracked("child of \($0.name)", log: log)
-                }
-            }
+            addCartAndPlainKind(to: &builder, log: log)
             let graph = try await builder.build()
             // A plain seed (the one-seed path writes it to its cell) whose scope owes no hook.
             do {
@@ -938,16 +955,7 @@ struct OneSeedOpeningHostileTests {
                 builder.eventHandler = { event in
                     if event.kind == .scopeOpened { openedEvents.increment() } else { endedEvents.increment() }
                 }
-                builder.seed(ConnKey.self)
-                builder.provide(CartKey.self, lifetime: .scoped, dependsOn: ConnKey.self) {
-                    HookedService("cart of \($0.name)", log: log)
-                }
-                builder.inScope(.osPlain) { plain in
-                    plain.seed(TrackedKey.self)
-                    plain.provide(TrackedChildKey.self, lifetime: .scoped, dependsOn: TrackedKey.self) {
-                        Tracked("child of \($0.name)", log: log)
-                    }
-                }
+                addCartAndPlainKind(to: &builder, log: log)
                 let graph = try await builder.build()
                 let total = 300
                 await withTaskGroup(of: Void.self) { group in
@@ -1226,13 +1234,7 @@ struct OneSeedOpeningHostileTests {
                 transcripts["\(outer)+\(inner)"] = log.all
             }
         }
-        let reference = try #require(transcripts["arrayOfOne+arrayOfOne"])
-        for (openings, transcript) in transcripts {
-            #expect(
-                transcript == reference,
-                "\(openings) \(firstDifference(transcript, reference))\n\(transcript)\n\(reference)"
-            )
-        }
+        let reference = try agreeingReference(transcripts)
         #expect(reference.contains("request 0: checkout on r0 for profile 7"), "\(reference)")
         #expect(reference.contains("step: step of checkout on r0 for profile 7"))
         #expect(reference.contains { $0.hasPrefix("step given a seed: error [unexpected seed]") }, "\(reference)")
