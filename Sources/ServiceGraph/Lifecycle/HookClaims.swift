@@ -72,21 +72,19 @@ final class HookClaims: Sendable {
         return state.withLock { state in
             if let holder = state.claimed[identity] { return .held(by: holder < 0 ? ~holder : holder) }
             guard takingOver else {
-                if Self.isHeld(identity, byGenerationsFrom: state.previous) { return .heldByAncestor }
+                if Self.olderGeneration(from: state.previous, where: { $0.holds(identity) }) != nil {
+                    return .heldByAncestor
+                }
                 state.claimed[identity] = slot
                 return .claimed
             }
             state.claimed[identity] = slot
             // Any generation not yet retired may have started it, not only the one just before.
-            var older = state.previous
-            while let claims = older {
-                if claims.handOn(identity) {
-                    if !state.isCommitted { state.uncommitted[identity] = claims }
-                    return .takenOver
-                }
-                older = claims.state.withLock { $0.previous }
+            guard let owner = Self.olderGeneration(from: state.previous, where: { $0.handOn(identity) }) else {
+                return .claimed
             }
-            return .claimed
+            if !state.isCommitted { state.uncommitted[identity] = owner }
+            return .takenOver
         }
     }
 
@@ -110,7 +108,9 @@ final class HookClaims: Sendable {
         return state.withLock { state in
             guard state.claimed[identity] != nil else {
                 // A previous generation's scope or service runs its hooks: nothing to hold here.
-                if Self.isHeld(identity, byGenerationsFrom: state.previous) { return .heldByAncestor }
+                if Self.olderGeneration(from: state.previous, where: { $0.holds(identity) }) != nil {
+                    return .heldByAncestor
+                }
                 state.claimed[identity] = slot
                 return .claimed
             }
@@ -119,17 +119,24 @@ final class HookClaims: Sendable {
         }
     }
 
-    /// Whether `previous`, a generation before this one that has not retired, or one before it, runs the
-    /// hooks of the instance `identity` (or has begun its `willRemove`). Under the newer generation's
-    /// lock, the older ones' taken inside it, as ``claim(_:for:takingOver:)`` does.
-    private static func isHeld(_ identity: ObjectIdentifier, byGenerationsFrom previous: HookClaims?) -> Bool {
+    /// The first of `previous` (a generation before this one that has not retired) and the generations
+    /// before it, newest first, that `matches` accepts. Under the newer generation's lock: the older
+    /// ones' locks are taken inside it, never the other way.
+    private static func olderGeneration(
+        from previous: HookClaims?,
+        where matches: (HookClaims) -> Bool
+    ) -> HookClaims? {
         var older = previous
         while let claims = older {
-            let (isHeld, next) = claims.state.withLock { ($0.claimed[identity] != nil, $0.previous) }
-            if isHeld { return true }
-            older = next
+            if matches(claims) { return claims }
+            older = claims.state.withLock { $0.previous }
         }
-        return false
+        return nil
+    }
+
+    /// Whether this generation runs the hooks of the instance `identity` (or has begun its `willRemove`).
+    private func holds(_ identity: ObjectIdentifier) -> Bool {
+        state.withLock { $0.claimed[identity] != nil }
     }
 
     /// Whether an ancestor graph runs the hooks of the instance `identity`.
